@@ -1,0 +1,71 @@
+package catalog
+
+// Statement is a parsed DDL statement: *CreateDatabase, *DropDatabase,
+// *CreateTable, *DropTable or *AddColumn.
+type Statement interface {
+	statement()
+}
+
+// DefaultDatabase is the database that exists from the start, cannot be
+// dropped, and holds tables named without a database.
+const DefaultDatabase = "default"
+
+// TableName is a possibly qualified table name. An empty DB means the
+// session's current database; Catalog.Exec uses DefaultDatabase, and a caller
+// with another current database sets DB before calling Exec.
+type TableName struct {
+	DB   string
+	Name string
+}
+
+// String returns db.name with each part quoted as needed.
+func (n TableName) String() string {
+	if n.DB == "" {
+		return QuoteIdent(n.Name)
+	}
+	return QuoteIdent(n.DB) + "." + QuoteIdent(n.Name)
+}
+
+// CreateDatabase is CREATE DATABASE [IF NOT EXISTS] name.
+type CreateDatabase struct {
+	Name        string
+	IfNotExists bool
+}
+
+// DropDatabase is DROP DATABASE [IF EXISTS] name [CASCADE].
+type DropDatabase struct {
+	Name     string
+	IfExists bool
+	Cascade  bool
+}
+
+// CreateTable is CREATE TABLE as written: nothing is resolved or validated
+// yet beyond syntax (see Resolve).
+type CreateTable struct {
+	Table       TableName
+	IfNotExists bool
+	Columns     []Column
+	PrimaryKey  []string
+	Partition   []PartitionField
+	// Options are the WITH ('key' = 'value') pairs; keys are lower-cased.
+	Options map[string]string
+}
+
+// DropTable is DROP TABLE [IF EXISTS] name.
+type DropTable struct {
+	Table    TableName
+	IfExists bool
+}
+
+// AddColumn is ALTER TABLE name ADD [COLUMN] col TYPE. The column is always
+// nullable: existing rows have no value for it.
+type AddColumn struct {
+	Table  TableName
+	Column Column
+}
+
+func (*CreateDatabase) statement() {}
+func (*DropDatabase) statement()   {}
+func (*CreateTable) statement()    {}
+func (*DropTable) statement()      {}
+func (*AddColumn) statement()      {}

@@ -1,0 +1,28 @@
+// Package catalog owns Lakestream's metadata: databases, table definitions,
+// their schema versions and table options, and the parser for Lakestream's DDL
+// (CREATE/DROP DATABASE, CREATE/DROP TABLE, ALTER TABLE ... ADD COLUMN).
+//
+// The pieces, each in its own file:
+//
+//   - lexer.go, parser*.go: a hand-written tokenizer and recursive-descent
+//     parser turning DDL text into Statement values (*CreateDatabase,
+//     *DropDatabase, *CreateTable, *DropTable, *AddColumn). Errors are
+//     *SyntaxError with a byte position.
+//   - types*.go: the SQL type system and its one-to-one mapping to Arrow.
+//   - options*.go: the WITH (...) table options, typed, with defaults.
+//   - definition.go: turns a parsed CREATE TABLE into a validated *Table,
+//     reporting every problem at once.
+//   - store*.go: the durable catalog, a SQLite database (modernc.org/sqlite,
+//     pure Go) inside the data dir. A *Table is an immutable snapshot; every
+//     change (ADD COLUMN) creates a new one with a new schema version, and
+//     every schema version is kept so that batches written under an old
+//     schema stay readable.
+//
+// SQLite does its own file I/O, so the catalog does not go through the vfs
+// seam that the log uses; crash safety comes from SQLite's WAL with
+// synchronous=FULL.
+//
+// catalog imports only the standard library, arrow-go and the SQLite driver;
+// it must not import other Lakestream packages (DESIGN.md §9: it sits under
+// planner, tiering and flightsrv, next to columnarlog).
+package catalog

@@ -1,0 +1,94 @@
+package catalog
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// migrations are the catalog's SQLite schema, one entry per version; entry i
+// takes the schema from version i to i+1. Append only: an applied migration
+// is never edited. Applied versions are recorded in schema_migrations.
+//
+//	databases      name, created_at
+//	tables         id (AUTOINCREMENT: never reused), db, name, current
+//	               schema_id, primary_key / partition_spec (JSON arrays),
+//	               options (resolved, JSON), raw_options (as written, JSON)
+//	table_schemas  (table_id, schema_id) -> columns (JSON), one row per
+//	               version, deleted with the table
+//
+// Times are Unix microseconds, UTC.
+var migrations = [][]string{
+	{
+		`CREATE TABLE databases (
+			name       TEXT PRIMARY KEY,
+			created_at INTEGER NOT NULL
+		)`,
+		`CREATE TABLE tables (
+			id             INTEGER PRIMARY KEY AUTOINCREMENT,
+			db             TEXT NOT NULL REFERENCES databases(name),
+			name           TEXT NOT NULL,
+			schema_id      INTEGER NOT NULL,
+			primary_key    TEXT NOT NULL,
+			partition_spec TEXT NOT NULL,
+			options        TEXT NOT NULL,
+			raw_options    TEXT NOT NULL,
+			created_at     INTEGER NOT NULL,
+			UNIQUE (db, name)
+		)`,
+		`CREATE TABLE table_schemas (
+			table_id   INTEGER NOT NULL REFERENCES tables(id) ON DELETE CASCADE,
+			schema_id  INTEGER NOT NULL,
+			columns    TEXT NOT NULL,
+			created_at INTEGER NOT NULL,
+			PRIMARY KEY (table_id, schema_id)
+		)`,
+		`INSERT INTO databases (name, created_at) VALUES ('default', 0)`,
+	},
+}
+
+// migrate applies the pending migrations in one transaction, which also
+// takes the write lock that EXCLUSIVE locking mode then keeps for the life of
+// the connection. It refuses a catalog written by a newer binary.
+func migrate(ctx context.Context, db *sql.DB) (err error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback() // the error that made us roll back is the one to report
+		}
+	}()
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		applied_at INTEGER NOT NULL
+	)`); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	var version int
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&version); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if version > len(migrations) {
+		return fmt.Errorf("catalog schema version %d is newer than this binary supports (%d)", version, len(migrations))
+	}
+	for v := version; v < len(migrations); v++ {
+		if err := applyMigration(ctx, tx, v+1, migrations[v]); err != nil {
+			return fmt.Errorf("migrate to version %d: %w", v+1, err)
+		}
+	}
+	return tx.Commit()
+}
+
+func applyMigration(ctx context.Context, tx *sql.Tx, version int, stmts []string) error {
+	for _, s := range stmts {
+		if _, err := tx.ExecContext(ctx, s); err != nil {
+			return err
+		}
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`,
+		version, time.Now().UnixMicro())
+	return err
+}

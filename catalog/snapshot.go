@@ -1,0 +1,63 @@
+package catalog
+
+import (
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// snapshot is an immutable view of the whole catalog. Changes copy it
+// (copy-on-write); the maps are small, and DDL is rare next to lookups.
+type snapshot struct {
+	dbs    map[string]bool
+	byID   map[int64]*Table
+	byName map[TableName]*Table
+}
+
+func newSnapshot() *snapshot {
+	return &snapshot{dbs: map[string]bool{}, byID: map[int64]*Table{}, byName: map[TableName]*Table{}}
+}
+
+func (s *snapshot) clone() *snapshot {
+	return &snapshot{dbs: maps.Clone(s.dbs), byID: maps.Clone(s.byID), byName: maps.Clone(s.byName)}
+}
+
+// putTable adds or replaces t. Only for a snapshot not yet published.
+func (s *snapshot) putTable(t *Table) {
+	s.byID[t.ID] = t
+	s.byName[TableName{DB: t.DB, Name: t.Name}] = t
+}
+
+// deleteTable removes t. Only for a snapshot not yet published.
+func (s *snapshot) deleteTable(t *Table) {
+	delete(s.byID, t.ID)
+	delete(s.byName, TableName{DB: t.DB, Name: t.Name})
+}
+
+// tablesOf returns the tables of db sorted by name.
+func (s *snapshot) tablesOf(db string) []*Table {
+	var out []*Table
+	for _, t := range s.byID {
+		if t.DB == db {
+			out = append(out, t)
+		}
+	}
+	sortTables(out)
+	return out
+}
+
+func (s *snapshot) allTables() []*Table {
+	out := slices.Collect(maps.Values(s.byID))
+	sortTables(out)
+	return out
+}
+
+func sortTables(ts []*Table) {
+	sort.Slice(ts, func(i, j int) bool {
+		if c := strings.Compare(ts[i].DB, ts[j].DB); c != 0 {
+			return c < 0
+		}
+		return ts[i].Name < ts[j].Name
+	})
+}

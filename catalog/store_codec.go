@@ -1,0 +1,235 @@
+package catalog
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// The JSON shapes stored in the tables and table_schemas rows. They are part
+// of the on-disk format: change them only with a migration.
+type (
+	storedColumn struct {
+		Name    string `json:"name"`
+		Type    string `json:"type"` // TypeString, read back with ParseType
+		NotNull bool   `json:"not_null,omitempty"`
+	}
+	storedPartition struct {
+		Column    string `json:"column"`
+		Transform string `json:"transform"`
+	}
+	// storedOptions are the resolved options: a table keeps the defaults
+	// it was created with even if a later node or release changes them.
+	storedOptions struct {
+		BucketNum         int      `json:"bucket_num"`
+		BucketKey         []string `json:"bucket_key"`
+		LogCompression    string   `json:"log_compression"`
+		LogRetention      int64    `json:"log_retention_ns"`
+		LogSegmentBytes   int64    `json:"log_segment_bytes"`
+		DatalakeEnabled   bool     `json:"datalake_enabled"`
+		DatalakeFreshness int64    `json:"datalake_freshness_ns"`
+		MergeEngine       string   `json:"merge_engine"`
+		VersionColumn     string   `json:"version_column"`
+	}
+)
+
+func encodeColumns(cols []Column) string {
+	out := make([]storedColumn, len(cols))
+	for i, c := range cols {
+		out[i] = storedColumn{Name: c.Name, Type: TypeString(c.Type), NotNull: c.NotNull}
+	}
+	return mustJSON(out)
+}
+
+func decodeColumns(s string) ([]Column, error) {
+	var in []storedColumn
+	if err := json.Unmarshal([]byte(s), &in); err != nil {
+		return nil, err
+	}
+	cols := make([]Column, len(in))
+	for i, c := range in {
+		t, err := ParseType(c.Type)
+		if err != nil {
+			return nil, fmt.Errorf("column %q: %w", c.Name, err)
+		}
+		cols[i] = Column{Name: c.Name, Type: t, NotNull: c.NotNull}
+	}
+	return cols, nil
+}
+
+func encodePartition(p []PartitionField) string {
+	out := make([]storedPartition, len(p))
+	for i, f := range p {
+		out[i] = storedPartition{Column: f.Column, Transform: string(f.Transform)}
+	}
+	return mustJSON(out)
+}
+
+func decodePartition(s string) ([]PartitionField, error) {
+	var in []storedPartition
+	if err := json.Unmarshal([]byte(s), &in); err != nil {
+		return nil, err
+	}
+	out := make([]PartitionField, len(in))
+	for i, f := range in {
+		out[i] = PartitionField{Column: f.Column, Transform: Transform(f.Transform)}
+	}
+	return out, nil
+}
+
+func encodeOptions(o Options) string {
+	return mustJSON(storedOptions{
+		BucketNum: o.BucketNum, BucketKey: o.BucketKey,
+		LogCompression: string(o.LogCompression), LogRetention: int64(o.LogRetention),
+		LogSegmentBytes: o.LogSegmentBytes, DatalakeEnabled: o.DatalakeEnabled,
+		DatalakeFreshness: int64(o.DatalakeFreshness),
+		MergeEngine:       string(o.MergeEngine), VersionColumn: o.VersionColumn,
+	})
+}
+
+func decodeOptions(s string) (Options, error) {
+	var in storedOptions
+	if err := json.Unmarshal([]byte(s), &in); err != nil {
+		return Options{}, err
+	}
+	return Options{
+		BucketNum: in.BucketNum, BucketKey: in.BucketKey,
+		LogCompression: Compression(in.LogCompression), LogRetention: time.Duration(in.LogRetention),
+		LogSegmentBytes: in.LogSegmentBytes, DatalakeEnabled: in.DatalakeEnabled,
+		DatalakeFreshness: time.Duration(in.DatalakeFreshness),
+		MergeEngine:       MergeEngine(in.MergeEngine), VersionColumn: in.VersionColumn,
+	}, nil
+}
+
+// mustJSON marshals v, which is always one of the stored shapes above:
+// they cannot fail to marshal.
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("catalog: marshal %T: %v", v, err))
+	}
+	return string(b)
+}
+
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+// loadSnapshot reads the whole catalog.
+func loadSnapshot(ctx context.Context, db *sql.DB) (*snapshot, error) {
+	s := newSnapshot()
+	if err := loadDatabases(ctx, db, s); err != nil {
+		return nil, err
+	}
+	tables, err := loadTables(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	if err := loadSchemas(ctx, db, tables); err != nil {
+		return nil, err
+	}
+	for _, t := range tables {
+		if len(t.schemas) != int(t.SchemaID)+1 {
+			return nil, fmt.Errorf("table %q: has %d schema versions, current is %d", t.FullName(), len(t.schemas), t.SchemaID)
+		}
+		t.Columns = t.schemas[t.SchemaID].Columns
+		s.putTable(t)
+	}
+	return s, nil
+}
+
+func loadDatabases(ctx context.Context, db *sql.DB, s *snapshot) error {
+	rows, err := db.QueryContext(ctx, `SELECT name FROM databases`)
+	if err != nil {
+		return fmt.Errorf("read databases: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return fmt.Errorf("read databases: %w", err)
+		}
+		s.dbs[name] = true
+	}
+	return rows.Err()
+}
+
+func loadTables(ctx context.Context, db *sql.DB) (map[int64]*Table, error) {
+	rows, err := db.QueryContext(ctx, `SELECT id, db, name, schema_id, primary_key,
+		partition_spec, options, raw_options, created_at FROM tables`)
+	if err != nil {
+		return nil, fmt.Errorf("read tables: %w", err)
+	}
+	defer rows.Close()
+	tables := make(map[int64]*Table)
+	for rows.Next() {
+		t, err := scanTable(rows)
+		if err != nil {
+			return nil, fmt.Errorf("read tables: %w", err)
+		}
+		tables[t.ID] = t
+	}
+	return tables, rows.Err()
+}
+
+// scanTable decodes one tables row (everything but the schemas).
+func scanTable(rows *sql.Rows) (*Table, error) {
+	var t Table
+	var pk, part, opts, raw string
+	var created int64
+	if err := rows.Scan(&t.ID, &t.DB, &t.Name, &t.SchemaID, &pk, &part, &opts, &raw, &created); err != nil {
+		return nil, err
+	}
+	if err := t.decodeRow(pk, part, opts, raw); err != nil {
+		return nil, fmt.Errorf("table %q: %w", t.FullName(), err)
+	}
+	t.CreatedAt = fromMicros(created)
+	return &t, nil
+}
+
+func loadSchemas(ctx context.Context, db *sql.DB, tables map[int64]*Table) error {
+	rows, err := db.QueryContext(ctx, `SELECT table_id, schema_id, columns, created_at
+		FROM table_schemas ORDER BY table_id, schema_id`)
+	if err != nil {
+		return fmt.Errorf("read table schemas: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, created int64
+		var sid int32
+		var cols string
+		if err := rows.Scan(&id, &sid, &cols, &created); err != nil {
+			return fmt.Errorf("read table schemas: %w", err)
+		}
+		t := tables[id]
+		if t == nil || int(sid) != len(t.schemas) {
+			return fmt.Errorf("table schema %d/%d: no table or out of sequence", id, sid)
+		}
+		columns, err := decodeColumns(cols)
+		if err != nil {
+			return fmt.Errorf("table %q schema %d: %w", t.FullName(), sid, err)
+		}
+		t.schemas = append(t.schemas, newSchema(sid, columns, fromMicros(created)))
+	}
+	return rows.Err()
+}
+
+// decodeRow decodes the JSON columns of a tables row into t.
+func (t *Table) decodeRow(pk, part, opts, raw string) error {
+	if err := json.Unmarshal([]byte(pk), &t.PrimaryKey); err != nil {
+		return fmt.Errorf("primary key: %w", err)
+	}
+	var err error
+	if t.Partition, err = decodePartition(part); err != nil {
+		return fmt.Errorf("partition spec: %w", err)
+	}
+	if t.Options, err = decodeOptions(opts); err != nil {
+		return fmt.Errorf("options: %w", err)
+	}
+	if err := json.Unmarshal([]byte(raw), &t.RawOptions); err != nil {
+		return fmt.Errorf("raw options: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,222 @@
+package catalog
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+func dbOrDefault(db string) string {
+	if db == "" {
+		return DefaultDatabase
+	}
+	return db
+}
+
+// CreateTable resolves and validates s (see CreateTable.Resolve) and stores
+// the table with schema version 0 and a new ID. If the table exists, it
+// returns ErrTableExists, or with s.IfNotExists the existing table.
+func (c *Catalog) CreateTable(ctx context.Context, s *CreateTable) (*Table, error) {
+	t, _, err := c.createTable(ctx, s)
+	return t, err
+}
+
+// createTable also reports whether the table was created.
+func (c *Catalog) createTable(ctx context.Context, s *CreateTable) (*Table, bool, error) {
+	t, err := s.Resolve(c.cfg)
+	if err != nil {
+		return nil, false, fmt.Errorf("create table %q: %w", dbOrDefault(s.Table.DB)+"."+s.Table.Name, err)
+	}
+	snap, err := c.lockWrite()
+	if err != nil {
+		return nil, false, err
+	}
+	defer c.writeMu.Unlock()
+	if !snap.dbs[t.DB] {
+		return nil, false, fmt.Errorf("database %q does not exist: %w", t.DB, ErrDatabaseNotFound)
+	}
+	if old := snap.byName[TableName{DB: t.DB, Name: t.Name}]; old != nil {
+		if s.IfNotExists {
+			return old, false, nil
+		}
+		return nil, false, fmt.Errorf("table %q already exists: %w", t.FullName(), ErrTableExists)
+	}
+	t.CreatedAt = c.now()
+	t.schemas[0].CreatedAt = t.CreatedAt
+	if err := c.inTx(ctx, func(tx *sql.Tx) error { return insertTable(ctx, tx, t) }); err != nil {
+		return nil, false, fmt.Errorf("create table %q: %w", t.FullName(), err)
+	}
+	next := snap.clone()
+	next.putTable(t)
+	c.state.Store(next)
+	return t, true, nil
+}
+
+// insertTable inserts t and its schema 0, setting t.ID.
+func insertTable(ctx context.Context, tx *sql.Tx, t *Table) error {
+	pk, err := json.Marshal(append([]string{}, t.PrimaryKey...))
+	if err != nil {
+		return err
+	}
+	raw, err := json.Marshal(t.RawOptions)
+	if err != nil {
+		return err
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO tables (db, name, schema_id, primary_key,
+		partition_spec, options, raw_options, created_at) VALUES (?, ?, 0, ?, ?, ?, ?, ?)`,
+		t.DB, t.Name, string(pk), encodePartition(t.Partition), encodeOptions(t.Options),
+		string(raw), micros(t.CreatedAt))
+	if err != nil {
+		return err
+	}
+	if t.ID, err = res.LastInsertId(); err != nil {
+		return err
+	}
+	return insertSchema(ctx, tx, t.ID, t.schemas[0])
+}
+
+func insertSchema(ctx context.Context, tx *sql.Tx, id int64, s *Schema) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO table_schemas (table_id, schema_id, columns, created_at)
+		VALUES (?, ?, ?, ?)`, id, s.ID, encodeColumns(s.Columns), micros(s.CreatedAt))
+	return err
+}
+
+// DropTable drops table db.name and returns it, so that the caller can
+// delete its data (its directory is named by Table.ID, which is never
+// reused). With ifExists, a missing table (or database) returns (nil, nil).
+func (c *Catalog) DropTable(ctx context.Context, db, name string, ifExists bool) (*Table, error) {
+	db = dbOrDefault(db)
+	snap, err := c.lockWrite()
+	if err != nil {
+		return nil, err
+	}
+	defer c.writeMu.Unlock()
+	t, err := snap.lookup(db, name)
+	if err != nil {
+		if ifExists {
+			return nil, nil
+		}
+		return nil, err
+	}
+	err = c.inTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM tables WHERE id = ?`, t.ID)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("drop table %q: %w", t.FullName(), err)
+	}
+	next := snap.clone()
+	next.deleteTable(t)
+	c.state.Store(next)
+	return t, nil
+}
+
+// AddColumn appends a nullable column to table db.name as a new schema
+// version and returns the new table snapshot. Existing rows read the column
+// as NULL; earlier versions stay available through SchemaAt.
+func (c *Catalog) AddColumn(ctx context.Context, db, table string, col Column) (*Table, error) {
+	db = dbOrDefault(db)
+	if err := checkNewColumn(col); err != nil {
+		return nil, fmt.Errorf("add column to table %q: %w", db+"."+table, err)
+	}
+	snap, err := c.lockWrite()
+	if err != nil {
+		return nil, err
+	}
+	defer c.writeMu.Unlock()
+	old, err := snap.lookup(db, table)
+	if err != nil {
+		return nil, err
+	}
+	if old.ColumnIndex(col.Name) >= 0 {
+		return nil, fmt.Errorf("column %q already exists in table %q: %w", col.Name, old.FullName(), ErrColumnExists)
+	}
+	t := old.withColumn(col, c.now())
+	err = c.inTx(ctx, func(tx *sql.Tx) error {
+		if err := insertSchema(ctx, tx, t.ID, t.schemas[t.SchemaID]); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE tables SET schema_id = ? WHERE id = ?`, t.SchemaID, t.ID)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("add column %q to table %q: %w", col.Name, t.FullName(), err)
+	}
+	next := snap.clone()
+	next.putTable(t)
+	c.state.Store(next)
+	return t, nil
+}
+
+func checkNewColumn(col Column) error {
+	if col.NotNull {
+		return invalidf("column %q cannot be NOT NULL: existing rows have no value for it; add it as nullable", col.Name)
+	}
+	return checkColumn(col)
+}
+
+// withColumn returns a copy of t with col appended as a new schema version.
+func (t *Table) withColumn(col Column, at time.Time) *Table {
+	n := *t
+	n.Columns = append(append([]Column(nil), t.Columns...), col)
+	n.SchemaID = t.SchemaID + 1
+	n.schemas = append(append([]*Schema(nil), t.schemas...), newSchema(n.SchemaID, n.Columns, at))
+	return &n
+}
+
+// Table returns table db.name ("" means the default database).
+func (c *Catalog) Table(ctx context.Context, db, name string) (*Table, error) {
+	snap, err := c.snap()
+	if err != nil {
+		return nil, err
+	}
+	return snap.lookup(dbOrDefault(db), name)
+}
+
+// TableByID returns the table with the given ID.
+func (c *Catalog) TableByID(ctx context.Context, id int64) (*Table, error) {
+	snap, err := c.snap()
+	if err != nil {
+		return nil, err
+	}
+	if t := snap.byID[id]; t != nil {
+		return t, nil
+	}
+	return nil, fmt.Errorf("table with id %d does not exist: %w", id, ErrTableNotFound)
+}
+
+// Tables returns the tables of database db, sorted by name.
+func (c *Catalog) Tables(ctx context.Context, db string) ([]*Table, error) {
+	snap, err := c.snap()
+	if err != nil {
+		return nil, err
+	}
+	db = dbOrDefault(db)
+	if !snap.dbs[db] {
+		return nil, fmt.Errorf("database %q does not exist: %w", db, ErrDatabaseNotFound)
+	}
+	return snap.tablesOf(db), nil
+}
+
+// AllTables returns every table, sorted by database and name.
+func (c *Catalog) AllTables(ctx context.Context) ([]*Table, error) {
+	snap, err := c.snap()
+	if err != nil {
+		return nil, err
+	}
+	return snap.allTables(), nil
+}
+
+// lookup finds db.name, distinguishing a missing database from a missing
+// table.
+func (s *snapshot) lookup(db, name string) (*Table, error) {
+	if t := s.byName[TableName{DB: db, Name: name}]; t != nil {
+		return t, nil
+	}
+	if !s.dbs[db] {
+		return nil, fmt.Errorf("database %q does not exist: %w", db, ErrDatabaseNotFound)
+	}
+	return nil, fmt.Errorf("table %q does not exist: %w", db+"."+name, ErrTableNotFound)
+}

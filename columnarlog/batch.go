@@ -1,0 +1,267 @@
+package columnarlog
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+)
+
+// Batch header layout, little-endian. This is part of the on-disk and wire
+// format: changing an offset or a size needs a new Magic.
+//
+//	offset size  field
+//	     0    8  BaseOffset       int64   stamped by the server on append
+//	     8    4  Length           int32   bytes after this field
+//	    12    1  Magic            int8    format version, MagicV1
+//	    13    8  CommitTimestamp  int64   unix microseconds, stamped on append
+//	    21    4  LeaderEpoch      int32   stamped on append
+//	    25    4  CRC              uint32  CRC-32C (Castagnoli) of bytes [29, end)
+//	    29    2  Attributes       int16   see Attr*
+//	    31    4  SchemaId         int32
+//	    35    8  WriterId         int64   0 = no idempotence
+//	    43    4  WriterSeq        int32
+//	    47    4  RecordCount      int32
+//	    51       [stats section]        if AttrHasStats: uint32 length, then that many bytes
+//	             [change types]         if AttrHasChangeTypes: RecordCount bytes, one ChangeType each
+//	             arrow message          one encapsulated Arrow IPC RecordBatch message:
+//	                                    0xFFFFFFFF | int32 metadata length | flatbuffer | body
+//
+// The fields stamped by the server sit before the CRC, so stamping them
+// never recomputes it.
+const (
+	offBaseOffset  = 0
+	offLength      = 8
+	offMagic       = 12
+	offCommitTS    = 13
+	offLeaderEpoch = 21
+	offCRC         = 25
+	offAttributes  = 29
+	offSchemaID    = 31
+	offWriterID    = 35
+	offWriterSeq   = 43
+	offRecordCount = 47
+
+	// HeaderSize is the size of the fixed batch header.
+	HeaderSize = 51
+	// crcStart is where the bytes covered by the CRC begin.
+	crcStart = offAttributes
+	// lengthBase is the number of bytes not counted by Length.
+	lengthBase = offMagic
+
+	// MagicV1 is the only batch format so far.
+	MagicV1 int8 = 1
+)
+
+// Attributes bits.
+const (
+	// AttrCodecMask holds the Arrow body compression of the message.
+	AttrCodecMask int16 = 0x3
+	// AttrHasChangeTypes marks a primary-key changelog batch.
+	AttrHasChangeTypes int16 = 1 << 2
+	// AttrHasStats marks a batch with a per-column statistics section.
+	AttrHasStats int16 = 1 << 3
+)
+
+// Codec is the Arrow IPC body compression of a batch, as kept in Attributes.
+// The values are those of internal/arrowmsg.Codec.
+type Codec int16
+
+const (
+	CodecNone Codec = 0
+	CodecLZ4  Codec = 1
+	CodecZstd Codec = 2
+)
+
+func (c Codec) String() string {
+	switch c {
+	case CodecNone:
+		return "none"
+	case CodecZstd:
+		return "zstd"
+	case CodecLZ4:
+		return "lz4"
+	}
+	return fmt.Sprintf("codec(%d)", int16(c))
+}
+
+// ChangeType is the kind of change a row of a primary-key changelog carries.
+type ChangeType int8
+
+const (
+	AppendOnly   ChangeType = 0 // +A
+	Insert       ChangeType = 1 // +I
+	UpdateBefore ChangeType = 2 // -U
+	UpdateAfter  ChangeType = 3 // +U
+	Delete       ChangeType = 4 // -D
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// ErrCorrupt is wrapped by every error that reports bytes which are not a
+// valid batch: a bad length, magic or CRC. Callers test it with errors.Is.
+var ErrCorrupt = errors.New("corrupt batch")
+
+// Header holds the fields a producer sets. The server-stamped fields are set
+// by the log on append.
+type Header struct {
+	Attributes  int16
+	SchemaID    int32
+	WriterID    int64
+	WriterSeq   int32
+	RecordCount int32
+}
+
+// Batch is the stored bytes of one batch, header included. Its accessors
+// read the header in place.
+type Batch []byte
+
+func (b Batch) BaseOffset() int64      { return int64(binary.LittleEndian.Uint64(b[offBaseOffset:])) }
+func (b Batch) Length() int32          { return int32(binary.LittleEndian.Uint32(b[offLength:])) }
+func (b Batch) Magic() int8            { return int8(b[offMagic]) }
+func (b Batch) CommitTimestamp() int64 { return int64(binary.LittleEndian.Uint64(b[offCommitTS:])) }
+func (b Batch) LeaderEpoch() int32     { return int32(binary.LittleEndian.Uint32(b[offLeaderEpoch:])) }
+func (b Batch) CRC() uint32            { return binary.LittleEndian.Uint32(b[offCRC:]) }
+func (b Batch) Attributes() int16      { return int16(binary.LittleEndian.Uint16(b[offAttributes:])) }
+func (b Batch) SchemaID() int32        { return int32(binary.LittleEndian.Uint32(b[offSchemaID:])) }
+func (b Batch) WriterID() int64        { return int64(binary.LittleEndian.Uint64(b[offWriterID:])) }
+func (b Batch) WriterSeq() int32       { return int32(binary.LittleEndian.Uint32(b[offWriterSeq:])) }
+func (b Batch) RecordCount() int32     { return int32(binary.LittleEndian.Uint32(b[offRecordCount:])) }
+func (b Batch) Codec() Codec           { return Codec(b.Attributes() & AttrCodecMask) }
+
+// Size is the total size of the batch in bytes.
+func (b Batch) Size() int { return int(b.Length()) + lengthBase }
+
+// LastOffset is the offset of the batch's last row.
+func (b Batch) LastOffset() int64 { return b.BaseOffset() + int64(b.RecordCount()) - 1 }
+
+// NextOffset is the offset after the batch's last row.
+func (b Batch) NextOffset() int64 { return b.BaseOffset() + int64(b.RecordCount()) }
+
+func (b Batch) setBaseOffset(o int64)  { binary.LittleEndian.PutUint64(b[offBaseOffset:], uint64(o)) }
+func (b Batch) setCommitTS(ts int64)   { binary.LittleEndian.PutUint64(b[offCommitTS:], uint64(ts)) }
+func (b Batch) setLeaderEpoch(e int32) { binary.LittleEndian.PutUint32(b[offLeaderEpoch:], uint32(e)) }
+
+// sections splits the body after the fixed header into its parts.
+func (b Batch) sections() (stats, changeTypes, arrowMsg []byte, err error) {
+	rest := b[HeaderSize:b.Size()]
+	attrs := b.Attributes()
+	if attrs&AttrHasStats != 0 {
+		if len(rest) < 4 {
+			return nil, nil, nil, fmt.Errorf("%w: stats length cut off", ErrCorrupt)
+		}
+		n := int(binary.LittleEndian.Uint32(rest))
+		if n > len(rest)-4 {
+			return nil, nil, nil, fmt.Errorf("%w: stats section of %d bytes overruns the batch", ErrCorrupt, n)
+		}
+		stats, rest = rest[4:4+n], rest[4+n:]
+	}
+	if attrs&AttrHasChangeTypes != 0 {
+		n := int(b.RecordCount())
+		if n > len(rest) {
+			return nil, nil, nil, fmt.Errorf("%w: change types overrun the batch", ErrCorrupt)
+		}
+		changeTypes, rest = rest[:n], rest[n:]
+	}
+	return stats, changeTypes, rest, nil
+}
+
+// ArrowMessage is the encapsulated Arrow IPC message the batch carries.
+func (b Batch) ArrowMessage() ([]byte, error) {
+	_, _, msg, err := b.sections()
+	return msg, err
+}
+
+// ChangeTypes returns the per-row change types, or nil for an append-only batch.
+func (b Batch) ChangeTypes() ([]byte, error) {
+	_, ct, _, err := b.sections()
+	return ct, err
+}
+
+// Stats returns the raw statistics section, or nil.
+func (b Batch) Stats() ([]byte, error) {
+	st, _, _, err := b.sections()
+	return st, err
+}
+
+// Check verifies length, magic and CRC. It is called on recovery and on
+// every batch a client hands in.
+func (b Batch) Check() error {
+	if len(b) < HeaderSize {
+		return fmt.Errorf("%w: %d bytes, shorter than the %d-byte header", ErrCorrupt, len(b), HeaderSize)
+	}
+	if m := b.Magic(); m != MagicV1 {
+		return fmt.Errorf("%w: magic %d, want %d", ErrCorrupt, m, MagicV1)
+	}
+	if l := b.Length(); l < HeaderSize-lengthBase || int(l)+lengthBase != len(b) {
+		return fmt.Errorf("%w: length field %d does not match %d bytes", ErrCorrupt, l, len(b))
+	}
+	if rc := b.RecordCount(); rc <= 0 {
+		return fmt.Errorf("%w: record count %d", ErrCorrupt, rc)
+	}
+	if got, want := crc32.Checksum(b[crcStart:], castagnoli), b.CRC(); got != want {
+		return fmt.Errorf("%w: crc %08x, header says %08x", ErrCorrupt, got, want)
+	}
+	_, _, _, err := b.sections()
+	return err
+}
+
+// StartBatch appends room for a batch header to dst. The caller appends the
+// optional sections and the Arrow message after it, then calls FinishBatch on
+// the slice from the returned start, so a batch is built with no extra copy.
+func StartBatch(dst []byte) (buf []byte, start int) {
+	start = len(dst)
+	return append(dst, make([]byte, HeaderSize)...), start
+}
+
+// FinishBatch fills the header of a batch built with StartBatch and computes
+// its CRC.
+func FinishBatch(b []byte, h Header) (Batch, error) {
+	if len(b) < HeaderSize {
+		return nil, fmt.Errorf("finish batch: %d bytes, no room for the header", len(b))
+	}
+	if h.RecordCount <= 0 {
+		return nil, fmt.Errorf("finish batch: record count %d, want > 0", h.RecordCount)
+	}
+	if len(b)-lengthBase > 1<<31-1 {
+		return nil, fmt.Errorf("finish batch: %d bytes, over the 2 GiB batch limit", len(b))
+	}
+	le := binary.LittleEndian
+	le.PutUint64(b[offBaseOffset:], 0)
+	le.PutUint32(b[offLength:], uint32(len(b)-lengthBase))
+	b[offMagic] = byte(MagicV1)
+	le.PutUint64(b[offCommitTS:], 0)
+	le.PutUint32(b[offLeaderEpoch:], 0)
+	le.PutUint16(b[offAttributes:], uint16(h.Attributes))
+	le.PutUint32(b[offSchemaID:], uint32(h.SchemaID))
+	le.PutUint64(b[offWriterID:], uint64(h.WriterID))
+	le.PutUint32(b[offWriterSeq:], uint32(h.WriterSeq))
+	le.PutUint32(b[offRecordCount:], uint32(h.RecordCount))
+	le.PutUint32(b[offCRC:], crc32.Checksum(b[crcStart:], castagnoli))
+	return Batch(b), nil
+}
+
+// NewBatch builds a batch from its parts in one allocation.
+func NewBatch(h Header, stats, changeTypes, arrowMsg []byte) (Batch, error) {
+	if changeTypes != nil {
+		if len(changeTypes) != int(h.RecordCount) {
+			return nil, fmt.Errorf("new batch: %d change types for %d records", len(changeTypes), h.RecordCount)
+		}
+		h.Attributes |= AttrHasChangeTypes
+	}
+	if stats != nil {
+		h.Attributes |= AttrHasStats
+	}
+	size := HeaderSize + len(changeTypes) + len(arrowMsg)
+	if stats != nil {
+		size += 4 + len(stats)
+	}
+	buf, _ := StartBatch(make([]byte, 0, size))
+	if stats != nil {
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(len(stats)))
+		buf = append(buf, stats...)
+	}
+	buf = append(buf, changeTypes...)
+	buf = append(buf, arrowMsg...)
+	return FinishBatch(buf, h)
+}

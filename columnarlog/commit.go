@@ -1,0 +1,54 @@
+package columnarlog
+
+import "sync"
+
+// groupCommit lets concurrent appenders share one fsync. The first waiter
+// whose data is not yet durable becomes the leader and runs the sync, which
+// covers everything written so far; the others wait for it and are released
+// together. A waiter whose data was written after the leader captured its
+// target waits for the next round, which it may lead itself.
+type groupCommit struct {
+	mu      sync.Mutex
+	cond    sync.Cond
+	running bool
+	done    int64 // position (offset or sequence) known durable
+	err     error // sticky: once a sync failed, nothing more is acknowledged
+}
+
+// wait returns once done >= end, running run as leader when no round is in
+// flight. run returns the position it made durable.
+func (g *groupCommit) wait(end int64, run func() (int64, error)) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cond.L == nil {
+		g.cond.L = &g.mu
+	}
+	for g.done < end && g.err == nil {
+		if g.running {
+			g.cond.Wait()
+			continue
+		}
+		g.running = true
+		g.mu.Unlock()
+		done, err := run()
+		g.mu.Lock()
+		g.running = false
+		if err != nil {
+			g.err = err
+		} else if done > g.done {
+			g.done = done
+		}
+		g.cond.Broadcast()
+	}
+	if g.done >= end {
+		return nil
+	}
+	return g.err
+}
+
+// reset sets the durable position after recovery or truncation.
+func (g *groupCommit) reset(done int64) {
+	g.mu.Lock()
+	g.done = done
+	g.mu.Unlock()
+}

@@ -1,0 +1,328 @@
+package columnarlog
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+)
+
+// Errors callers test with errors.Is.
+var (
+	// ErrClosed is returned by operations on a closed log.
+	ErrClosed = errors.New("log closed")
+	// ErrOffsetOutOfRange is returned for a read below the log start or
+	// above its end.
+	ErrOffsetOutOfRange = errors.New("offset out of range")
+	// ErrOutOfOrderSequence is returned when a writer skips sequence numbers.
+	ErrOutOfOrderSequence = errors.New("out of order writer sequence")
+	// ErrBatchTooLarge is returned for a batch over Options.MaxBatchBytes.
+	ErrBatchTooLarge = errors.New("batch too large")
+)
+
+// writerState is the last batch appended by an idempotent writer.
+type writerState struct {
+	seq   int32
+	base  int64
+	count int32
+}
+
+// AppendResult says where a batch landed.
+type AppendResult struct {
+	BaseOffset int64
+	// Duplicate is set when the batch was a retry of one already appended
+	// (same writer id and sequence); BaseOffset is then the original's.
+	Duplicate bool
+}
+
+// Log is the append-only log of one bucket: a directory of segments. It is
+// safe for concurrent use. Offsets count rows, are dense and start at 0.
+//
+// Only committed batches are visible to readers: with SyncAlways, those
+// covered by an fsync; in a TableLog, those covered by a table commit.
+type Log struct {
+	dir  string
+	opts Options
+
+	// committed is the offset below which batches are visible to readers.
+	committed atomic.Int64
+	// notify is closed and replaced whenever committed advances.
+	notify atomic.Pointer[chan struct{}]
+
+	// sync serialises fsyncs of the active segment and carries the group
+	// commit of standalone logs.
+	sync groupCommit
+
+	mu struct {
+		sync.Mutex
+		segments []*segment // by base offset; the last is active
+		start    int64      // first offset still in the log
+		next     int64      // offset of the next appended row
+		lastTS   int64
+		writers  map[int64]writerState
+		err      error // sticky write error
+		closed   bool
+	}
+}
+
+// Dir is the log's directory.
+func (l *Log) Dir() string { return l.dir }
+
+// Committed is the offset below which every row is durable and visible.
+func (l *Log) Committed() int64 { return l.committed.Load() }
+
+// Start is the first offset still in the log (retention moves it up).
+func (l *Log) Start() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.start
+}
+
+// Notify returns a channel closed the next time Committed advances, so
+// readers wait for new data without polling.
+func (l *Log) Notify() <-chan struct{} { return *l.notify.Load() }
+
+func (l *Log) publish(committed int64) {
+	for {
+		cur := l.committed.Load()
+		if committed <= cur {
+			return
+		}
+		if l.committed.CompareAndSwap(cur, committed) {
+			break
+		}
+	}
+	ch := make(chan struct{})
+	old := l.notify.Swap(&ch)
+	close(*old)
+}
+
+// Append writes a batch and returns once it is durable (per Options.Sync)
+// and visible. The batch's server fields are stamped in place.
+func (l *Log) Append(b Batch) (AppendResult, error) {
+	res, end, err := l.write(b)
+	if err != nil || res.Duplicate {
+		return res, err
+	}
+	if err := l.sync.wait(end, l.syncTo); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// syncTo makes the log durable up to at least end, publishes what it made
+// durable and returns that offset.
+func (l *Log) syncTo() (int64, error) {
+	target, err := l.syncData()
+	if err != nil {
+		return 0, err
+	}
+	l.publish(target)
+	return target, nil
+}
+
+// write appends a batch to the active segment without syncing it. It returns
+// the offset after it.
+func (l *Log) write(b Batch) (AppendResult, int64, error) {
+	if len(b) > l.opts.MaxBatchBytes {
+		return AppendResult{}, 0, fmt.Errorf("append %d bytes: %w (limit %d)", len(b), ErrBatchTooLarge, l.opts.MaxBatchBytes)
+	}
+	if err := b.Check(); err != nil {
+		return AppendResult{}, 0, fmt.Errorf("append: %w", err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usableLocked(); err != nil {
+		return AppendResult{}, 0, err
+	}
+	if dup, ok, err := l.checkWriterLocked(b); err != nil || ok {
+		return dup, 0, err
+	}
+	ts := max(l.opts.Now().UnixMicro(), l.mu.lastTS)
+	if err := l.maybeRollLocked(int64(len(b)), ts); err != nil {
+		l.mu.err = err
+		return AppendResult{}, 0, err
+	}
+	base := l.mu.next
+	b.setBaseOffset(base)
+	b.setCommitTS(ts)
+	b.setLeaderEpoch(l.opts.LeaderEpoch)
+	seg := l.mu.segments[len(l.mu.segments)-1]
+	pos := seg.size
+	if _, err := seg.f.Write(b); err != nil {
+		// A short write leaves a torn tail in the file; the log is unusable
+		// until reopened, when recovery cuts it.
+		l.mu.err = fmt.Errorf("write segment %s: %w", segmentName(seg.base, logSuffix), err)
+		return AppendResult{}, 0, l.mu.err
+	}
+	seg.size += int64(len(b))
+	seg.maybeIndexLocked(b, pos, l.opts.IndexIntervalBytes)
+	if seg.firstTS == 0 {
+		seg.firstTS = ts
+	}
+	seg.maxTS = ts
+	l.mu.lastTS = ts
+	l.mu.next = b.NextOffset()
+	seg.next = l.mu.next
+	if id := b.WriterID(); id != 0 {
+		l.mu.writers[id] = writerState{seq: b.WriterSeq(), base: base, count: b.RecordCount()}
+	}
+	return AppendResult{BaseOffset: base}, l.mu.next, nil
+}
+
+func (l *Log) usableLocked() error {
+	if l.mu.closed {
+		return ErrClosed
+	}
+	return l.mu.err
+}
+
+// checkWriterLocked applies idempotence: ok is true when b repeats the last
+// batch of its writer.
+func (l *Log) checkWriterLocked(b Batch) (AppendResult, bool, error) {
+	id := b.WriterID()
+	if id == 0 {
+		return AppendResult{}, false, nil
+	}
+	st, seen := l.mu.writers[id]
+	switch {
+	case !seen:
+		return AppendResult{}, false, nil
+	case b.WriterSeq() == st.seq:
+		return AppendResult{BaseOffset: st.base, Duplicate: true}, true, nil
+	case b.WriterSeq() != st.seq+1:
+		return AppendResult{}, false, fmt.Errorf("writer %d: sequence %d after %d: %w", id, b.WriterSeq(), st.seq, ErrOutOfOrderSequence)
+	}
+	return AppendResult{}, false, nil
+}
+
+// syncData fsyncs the active segment and returns the offset it covers.
+// Sealed segments were synced when they were rolled.
+func (l *Log) syncData() (int64, error) {
+	l.mu.Lock()
+	if err := l.usableLocked(); err != nil {
+		l.mu.Unlock()
+		return 0, err
+	}
+	seg := l.mu.segments[len(l.mu.segments)-1]
+	target, size := l.mu.next, seg.size
+	seg.acquire()
+	l.mu.Unlock()
+	defer seg.release()
+
+	if l.opts.Sync == SyncAlways {
+		if err := seg.f.Sync(); err != nil {
+			err = fmt.Errorf("sync segment %s: %w", segmentName(seg.base, logSuffix), err)
+			l.mu.Lock()
+			l.mu.err = err // an fsync error is never retried: the page cache may have dropped the data
+			l.mu.Unlock()
+			return 0, err
+		}
+	}
+	l.mu.Lock()
+	seg.synced = max(seg.synced, size)
+	l.mu.Unlock()
+	return target, nil
+}
+
+// maybeRollLocked seals the active segment when the next batch would push it
+// over the size limit or it has grown too old.
+func (l *Log) maybeRollLocked(n int64, ts int64) error {
+	seg := l.mu.segments[len(l.mu.segments)-1]
+	if seg.size == 0 {
+		return nil
+	}
+	full := seg.size+n > l.opts.SegmentBytes
+	old := ts-seg.firstTS >= l.opts.SegmentAge.Microseconds()
+	if !full && !old {
+		return nil
+	}
+	return l.rollLocked()
+}
+
+// rollLocked seals the active segment (sync, index files) and starts a new
+// one at the next offset.
+func (l *Log) rollLocked() error {
+	seg := l.mu.segments[len(l.mu.segments)-1]
+	if err := seg.f.Sync(); err != nil {
+		return fmt.Errorf("roll: sync segment %s: %w", segmentName(seg.base, logSuffix), err)
+	}
+	seg.synced = seg.size
+	if err := l.writeIndexes(seg); err != nil {
+		return fmt.Errorf("roll: %w", err)
+	}
+	if err := writeWriterSnapshot(l.opts.FS, l.dir, l.mu.next, l.mu.writers); err != nil {
+		return fmt.Errorf("roll: %w", err)
+	}
+	seg.sealed = true
+	ns, err := l.createSegment(l.mu.next)
+	if err != nil {
+		return fmt.Errorf("roll: %w", err)
+	}
+	l.mu.segments = append(l.mu.segments, ns)
+	return nil
+}
+
+func (l *Log) createSegment(base int64) (*segment, error) {
+	s := &segment{base: base, dir: l.dir, next: base}
+	f, err := l.opts.FS.Create(s.path(logSuffix))
+	if err != nil {
+		return nil, fmt.Errorf("create segment %d: %w", base, err)
+	}
+	if err := l.opts.FS.SyncDir(l.dir); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("create segment %d: sync dir: %w", base, err)
+	}
+	s.f = f
+	s.refs.Store(1)
+	return s, nil
+}
+
+// writeIndexes writes a sealed segment's index files. They are a cache of
+// the log file: no directory sync, a lost or torn one is rebuilt on open.
+func (l *Log) writeIndexes(s *segment) error {
+	idx, tidx := s.encodeIndexes()
+	for _, f := range []struct {
+		suffix string
+		data   []byte
+	}{{indexSuffix, idx}, {timeIndexSuffix, tidx}} {
+		if err := writeFileSync(l.opts.FS, s.path(f.suffix), f.data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close syncs and closes the log. Readers still open keep their segments
+// until they close.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		return nil
+	}
+	l.mu.closed = true
+	var errs []error
+	if len(l.mu.segments) > 0 && l.mu.err == nil && l.opts.Sync == SyncAlways {
+		if err := l.mu.segments[len(l.mu.segments)-1].f.Sync(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, s := range l.mu.segments {
+		if err := s.release(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	l.mu.segments = nil
+	return errors.Join(errs...)
+}
+
+// Remove closes the log and deletes its directory.
+func (l *Log) Remove() error {
+	err := l.Close()
+	if rerr := l.opts.FS.RemoveAll(l.dir); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+		err = errors.Join(err, rerr)
+	}
+	return err
+}

@@ -1,0 +1,114 @@
+package columnarlog
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/lakestream/lakestream/internal/vfs"
+)
+
+// SyncPolicy says when appended batches are made durable.
+type SyncPolicy int
+
+const (
+	// SyncAlways acknowledges an append only after an fsync that covers it.
+	// Concurrent appenders share one fsync (group commit). The default.
+	SyncAlways SyncPolicy = iota
+	// SyncNever acknowledges once the batch is written to the OS and leaves
+	// flushing to it: a machine crash can lose acknowledged batches, a process
+	// crash cannot. For benchmarks and throwaway data.
+	SyncNever
+)
+
+func (p SyncPolicy) String() string {
+	switch p {
+	case SyncAlways:
+		return "always"
+	case SyncNever:
+		return "never"
+	}
+	return fmt.Sprintf("SyncPolicy(%d)", int(p))
+}
+
+// ParseSyncPolicy reads "always" or "never".
+func ParseSyncPolicy(s string) (SyncPolicy, error) {
+	switch s {
+	case "always", "":
+		return SyncAlways, nil
+	case "never":
+		return SyncNever, nil
+	}
+	return 0, fmt.Errorf("unknown sync policy %q (want always or never)", s)
+}
+
+// Options configure a log. The zero value of each field means its default.
+type Options struct {
+	// FS is the filesystem. Default: the OS filesystem.
+	FS vfs.FS
+	// SegmentBytes rolls the active segment once it holds this many bytes.
+	// Default 256 MiB; at most 2 GiB (index positions are 32-bit).
+	SegmentBytes int64
+	// SegmentAge rolls the active segment once its first batch is this old.
+	// Default 7 days.
+	SegmentAge time.Duration
+	// IndexIntervalBytes is the spacing of sparse index entries. Default 4 KiB.
+	IndexIntervalBytes int64
+	// Sync is the durability policy. Default SyncAlways.
+	Sync SyncPolicy
+	// MaxBatchBytes refuses larger batches. Default 256 MiB.
+	MaxBatchBytes int
+	// LeaderEpoch is stamped on every appended batch. Default 0.
+	LeaderEpoch int32
+	// Now is the clock for commit timestamps and segment age. Default time.Now.
+	Now func() time.Time
+	// Logger receives recovery and retention events. Default: discard.
+	Logger *slog.Logger
+}
+
+// EnsureDefaults fills unset fields with their defaults.
+func (o *Options) EnsureDefaults() {
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.SegmentBytes == 0 {
+		o.SegmentBytes = 256 << 20
+	}
+	if o.SegmentAge == 0 {
+		o.SegmentAge = 7 * 24 * time.Hour
+	}
+	if o.IndexIntervalBytes == 0 {
+		o.IndexIntervalBytes = 4 << 10
+	}
+	if o.MaxBatchBytes == 0 {
+		o.MaxBatchBytes = 256 << 20
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Validate reports every problem with the options at once.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.SegmentBytes < 1<<10 || o.SegmentBytes > 1<<31-1 {
+		errs = append(errs, fmt.Errorf("segment bytes %d: want 1 KiB to 2 GiB", o.SegmentBytes))
+	}
+	if o.SegmentAge < 0 {
+		errs = append(errs, fmt.Errorf("segment age %v: want > 0", o.SegmentAge))
+	}
+	if o.IndexIntervalBytes <= 0 {
+		errs = append(errs, fmt.Errorf("index interval %d: want > 0", o.IndexIntervalBytes))
+	}
+	if o.MaxBatchBytes < HeaderSize {
+		errs = append(errs, fmt.Errorf("max batch bytes %d: want at least %d", o.MaxBatchBytes, HeaderSize))
+	}
+	if o.Sync != SyncAlways && o.Sync != SyncNever {
+		errs = append(errs, fmt.Errorf("sync policy %d unknown", o.Sync))
+	}
+	return errors.Join(errs...)
+}

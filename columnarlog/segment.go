@@ -1,0 +1,235 @@
+package columnarlog
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/lakestream/lakestream/internal/vfs"
+)
+
+// A segment is one file of a bucket's log, <base offset, 20 digits>.log, with
+// its sparse offset index (.index) and time index (.timeindex).
+//
+// .index     entries of 8 bytes:  relative offset uint32 | file position uint32
+// .timeindex entries of 12 bytes: commit timestamp int64 | relative offset uint32
+//
+// An index entry is added for the first batch at or after every
+// IndexIntervalBytes of log data; the time index has an entry for each offset
+// index entry, holding that batch's commit timestamp. Commit timestamps never
+// decrease within a log, so both are sorted. Index files are written when a
+// segment is sealed and rebuilt from the log file when missing or damaged; the
+// active segment's index is always rebuilt on open, by the recovery scan.
+type segment struct {
+	base int64
+	dir  string
+	f    vfs.File
+	refs atomic.Int32 // the log holds one; readers hold one each
+
+	// Guarded by the log's mutex.
+	size    int64 // bytes written
+	next    int64 // offset after the last batch
+	firstTS int64 // commit timestamp of the first batch, 0 when empty
+	maxTS   int64 // commit timestamp of the last batch
+	index   []indexEntry
+	synced  int64 // bytes known durable
+	sealed  bool
+	removed bool
+}
+
+type indexEntry struct {
+	offset int64 // absolute offset of the batch's first row
+	pos    int64 // position of the batch in the file
+	ts     int64 // commit timestamp of that batch
+}
+
+const (
+	logSuffix       = ".log"
+	indexSuffix     = ".index"
+	timeIndexSuffix = ".timeindex"
+	indexEntrySize  = 8
+	timeEntrySize   = 12
+)
+
+func segmentName(base int64, suffix string) string { return fmt.Sprintf("%020d%s", base, suffix) }
+
+// parseSegmentName returns the base offset of a .log file name.
+func parseSegmentName(name string) (int64, bool) {
+	if !strings.HasSuffix(name, logSuffix) || len(name) != 20+len(logSuffix) {
+		return 0, false
+	}
+	base, err := strconv.ParseInt(strings.TrimSuffix(name, logSuffix), 10, 64)
+	return base, err == nil && base >= 0
+}
+
+func (s *segment) path(suffix string) string { return path.Join(s.dir, segmentName(s.base, suffix)) }
+
+func (s *segment) acquire() { s.refs.Add(1) }
+
+// release drops a reference; the last one closes the file.
+func (s *segment) release() error {
+	if s.refs.Add(-1) == 0 {
+		return s.f.Close()
+	}
+	return nil
+}
+
+// maybeIndexLocked records an index entry for a batch written at pos when the
+// interval since the previous entry is reached.
+func (s *segment) maybeIndexLocked(b Batch, pos int64, interval int64) {
+	if n := len(s.index); n > 0 && pos-s.index[n-1].pos < interval {
+		return
+	}
+	s.index = append(s.index, indexEntry{offset: b.BaseOffset(), pos: pos, ts: b.CommitTimestamp()})
+}
+
+// lookup returns the index entry at or before offset (the first entry when
+// offset is below it).
+func lookup(index []indexEntry, offset int64) indexEntry {
+	i := sort.Search(len(index), func(i int) bool { return index[i].offset > offset })
+	if i == 0 {
+		return indexEntry{pos: 0}
+	}
+	return index[i-1]
+}
+
+// lookupTime returns the last index entry whose timestamp is before ts.
+func lookupTime(index []indexEntry, ts int64) indexEntry {
+	i := sort.Search(len(index), func(i int) bool { return index[i].ts >= ts })
+	if i == 0 {
+		return indexEntry{pos: 0}
+	}
+	return index[i-1]
+}
+
+// encodeIndexes serialises the in-memory index into the two index files' bytes.
+func (s *segment) encodeIndexes() (idx, tidx []byte) {
+	idx = make([]byte, 0, len(s.index)*indexEntrySize)
+	tidx = make([]byte, 0, len(s.index)*timeEntrySize)
+	for _, e := range s.index {
+		idx = binary.LittleEndian.AppendUint32(idx, uint32(e.offset-s.base))
+		idx = binary.LittleEndian.AppendUint32(idx, uint32(e.pos))
+		tidx = binary.LittleEndian.AppendUint64(tidx, uint64(e.ts))
+		tidx = binary.LittleEndian.AppendUint32(tidx, uint32(e.offset-s.base))
+	}
+	return idx, tidx
+}
+
+// decodeIndexes parses the index files; ok is false when they do not agree
+// with each other or with a segment of size bytes, and the index must be rebuilt.
+func (s *segment) decodeIndexes(idx, tidx []byte, size int64) ([]indexEntry, bool) {
+	if len(idx)%indexEntrySize != 0 || len(tidx)%timeEntrySize != 0 || len(idx)/indexEntrySize != len(tidx)/timeEntrySize {
+		return nil, false
+	}
+	n := len(idx) / indexEntrySize
+	out := make([]indexEntry, n)
+	for i := range out {
+		rel := binary.LittleEndian.Uint32(idx[i*indexEntrySize:])
+		pos := int64(binary.LittleEndian.Uint32(idx[i*indexEntrySize+4:]))
+		ts := int64(binary.LittleEndian.Uint64(tidx[i*timeEntrySize:]))
+		trel := binary.LittleEndian.Uint32(tidx[i*timeEntrySize+8:])
+		if rel != trel || pos >= size || (i > 0 && (pos <= out[i-1].pos || ts < out[i-1].ts)) {
+			return nil, false
+		}
+		out[i] = indexEntry{offset: s.base + int64(rel), pos: pos, ts: ts}
+	}
+	return out, true
+}
+
+// CorruptionError reports a batch of a segment that is not valid: torn by a
+// crash, or damaged. It wraps ErrCorrupt.
+type CorruptionError struct {
+	Segment string // file name
+	Pos     int64  // position of the bad batch in the file
+	Err     error
+}
+
+func (e *CorruptionError) Error() string {
+	return fmt.Sprintf("corruption in segment %s at position %d: %v", e.Segment, e.Pos, e.Err)
+}
+
+func (e *CorruptionError) Unwrap() error { return e.Err }
+
+// scanResult is what a scan of a segment file learnt.
+type scanResult struct {
+	end     int64 // position after the last good batch
+	next    int64
+	firstTS int64
+	maxTS   int64
+	index   []indexEntry
+	writers map[int64]writerState
+	bad     error // the *CorruptionError that stopped the scan, if any
+}
+
+// scan reads the segment file from pos, a batch boundary at which offset next
+// starts, and checks every batch (length, magic, CRC, offsets). With verify
+// false only the headers are read. It stops at the end of the file or at the
+// first bad batch, which it reports in bad.
+func (s *segment) scan(pos, next int64, verify bool, interval int64, fileSize int64) (scanResult, error) {
+	res := scanResult{end: pos, next: next, writers: map[int64]writerState{}}
+	var hdr [HeaderSize]byte
+	var buf []byte
+	corrupt := func(format string, a ...any) {
+		res.bad = &CorruptionError{Segment: segmentName(s.base, logSuffix), Pos: pos,
+			Err: fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, a...)...)}
+	}
+	for pos < fileSize {
+		if fileSize-pos < HeaderSize {
+			corrupt("%d trailing bytes, shorter than a header", fileSize-pos)
+			break
+		}
+		if _, err := s.f.ReadAt(hdr[:], pos); err != nil {
+			return res, fmt.Errorf("read segment %s at %d: %w", segmentName(s.base, logSuffix), pos, err)
+		}
+		b := Batch(hdr[:])
+		size := int64(b.Length()) + lengthBase
+		switch {
+		case b.Magic() != MagicV1:
+			corrupt("magic %d", b.Magic())
+		case size < HeaderSize || pos+size > fileSize:
+			corrupt("batch of %d bytes overruns the file (%d bytes)", size, fileSize)
+		case b.BaseOffset() != res.next:
+			corrupt("base offset %d, want %d", b.BaseOffset(), res.next)
+		case b.RecordCount() <= 0:
+			corrupt("record count %d", b.RecordCount())
+		}
+		if res.bad != nil {
+			break
+		}
+		if verify {
+			if cap(buf) < int(size) {
+				buf = make([]byte, size)
+			}
+			buf = buf[:size]
+			if _, err := s.f.ReadAt(buf, pos); err != nil && !errors.Is(err, io.EOF) {
+				return res, fmt.Errorf("read segment %s at %d: %w", segmentName(s.base, logSuffix), pos, err)
+			}
+			if crc32.Checksum(buf[crcStart:], castagnoli) != b.CRC() {
+				corrupt("crc mismatch")
+				break
+			}
+			b = Batch(buf)
+		}
+		if n := len(res.index); n == 0 || pos-res.index[n-1].pos >= interval {
+			res.index = append(res.index, indexEntry{offset: b.BaseOffset(), pos: pos, ts: b.CommitTimestamp()})
+		}
+		if res.firstTS == 0 {
+			res.firstTS = b.CommitTimestamp()
+		}
+		res.maxTS = b.CommitTimestamp()
+		if id := b.WriterID(); id != 0 {
+			res.writers[id] = writerState{seq: b.WriterSeq(), base: b.BaseOffset(), count: b.RecordCount()}
+		}
+		res.next = b.NextOffset()
+		pos += size
+		res.end = pos
+	}
+	return res, nil
+}

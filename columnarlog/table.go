@@ -1,0 +1,377 @@
+package columnarlog
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path"
+	"strconv"
+	"sync"
+
+	"github.com/lakestream/lakestream/internal/vfs"
+)
+
+// TableLog is the logs of a table's buckets plus a commit file that makes a
+// write spanning several buckets atomic: after a crash, either all of its
+// parts are visible or none is.
+//
+// A write appends its parts to the bucket logs (unsynced) under a table lock,
+// so every bucket sees writes in the same order. A commit round then syncs
+// the bucket logs and appends to the commit file the end offset of every
+// bucket as of the round's start, and syncs it; only then are the rows
+// visible and the writes acknowledged. Rounds are shared by concurrent
+// writers (group commit). Recovery truncates each bucket to the end offsets of
+// the last valid commit record, dropping the parts of unfinished writes.
+//
+// The commit file, "commits", is a sequence of records:
+//
+//	length uint32 (bytes after this field) | sequence uint64 | bucket count uint32
+//	| bucket count × end offset int64 | CRC-32C uint32 of sequence..end offsets
+//
+// It is rewritten with only its last record on open and when it grows past
+// commitFileMax, through a temporary file and a rename.
+type TableLog struct {
+	dir     string
+	opts    Options
+	buckets []*Log
+
+	// wmu orders writes: parts of one write are appended to every bucket
+	// before any part of the next.
+	wmu sync.Mutex
+	seq int64 // writes so far; guarded by wmu
+
+	commit groupCommit // over write sequence numbers
+
+	cmu   sync.Mutex // guards the commit file
+	cfile vfs.File
+	csize int64
+	err   error // sticky; guarded by wmu
+}
+
+const (
+	commitFileName = "commits"
+	commitFileMax  = 1 << 20
+)
+
+// OpenTable opens or creates the logs of a table with n buckets in dir.
+func OpenTable(dir string, n int, opts Options) (*TableLog, error) {
+	opts.EnsureDefaults()
+	if n < 1 {
+		return nil, fmt.Errorf("open table log %s: %d buckets, want at least 1", dir, n)
+	}
+	t := &TableLog{dir: dir, opts: opts}
+	if err := t.open(n); err != nil {
+		t.closeAll()
+		return nil, fmt.Errorf("open table log %s: %w", dir, err)
+	}
+	return t, nil
+}
+
+func (t *TableLog) open(n int) error {
+	fs := t.opts.FS
+	if err := fs.MkdirAll(t.dir, 0o755); err != nil {
+		return err
+	}
+	ends, found, err := readLastCommit(fs, path.Join(t.dir, commitFileName))
+	if err != nil {
+		return err
+	}
+	if found && len(ends) != n {
+		return fmt.Errorf("commit file has %d buckets, table has %d", len(ends), n)
+	}
+	for b := 0; b < n; b++ {
+		l, err := Open(path.Join(t.dir, strconv.Itoa(b)), t.opts)
+		if err != nil {
+			return err
+		}
+		t.buckets = append(t.buckets, l)
+	}
+	if !found {
+		ends = make([]int64, n)
+		for b, l := range t.buckets {
+			if next := l.Stats().Next; next > 0 {
+				return fmt.Errorf("bucket %d holds offsets up to %d but there is no commit file: %w", b, next, ErrCorrupt)
+			}
+		}
+	}
+	for b, l := range t.buckets {
+		if err := t.recoverBucket(b, l, ends[b]); err != nil {
+			return err
+		}
+	}
+	return t.rewriteCommitFile(0, ends)
+}
+
+// recoverBucket cuts a bucket back to its committed end.
+func (t *TableLog) recoverBucket(b int, l *Log, end int64) error {
+	next := l.Stats().Next
+	switch {
+	case next > end:
+		t.opts.Logger.Warn("dropping uncommitted batches", "dir", l.dir, "from", end, "to", next)
+		if err := l.truncate(end); err != nil {
+			return fmt.Errorf("bucket %d: %w", b, err)
+		}
+	case next < end:
+		return fmt.Errorf("bucket %d ends at offset %d, below its committed offset %d: %w", b, next, end, ErrCorrupt)
+	}
+	l.committed.Store(end)
+	return nil
+}
+
+// Buckets is the number of buckets.
+func (t *TableLog) Buckets() int { return len(t.buckets) }
+
+// Bucket returns the log of bucket b, for reading.
+func (t *TableLog) Bucket(b int) *Log { return t.buckets[b] }
+
+// Append writes the batches parts[b] to bucket b (empty parts are skipped)
+// as one atomic write and returns once it is committed, with the result of
+// each batch. A write whose every batch repeats its writer's last batch is a
+// duplicate and changes nothing.
+func (t *TableLog) Append(parts [][]Batch) ([][]AppendResult, error) {
+	if len(parts) != len(t.buckets) {
+		return nil, fmt.Errorf("append: %d parts for %d buckets", len(parts), len(t.buckets))
+	}
+	for b, part := range parts {
+		for _, p := range part {
+			if len(p) > t.opts.MaxBatchBytes {
+				return nil, fmt.Errorf("append to bucket %d: %d bytes: %w (limit %d)", b, len(p), ErrBatchTooLarge, t.opts.MaxBatchBytes)
+			}
+			if err := p.Check(); err != nil {
+				return nil, fmt.Errorf("append to bucket %d: %w", b, err)
+			}
+		}
+	}
+	seq, res, err := t.write(parts)
+	if err != nil || seq == 0 {
+		return res, err
+	}
+	return res, t.commit.wait(seq, t.commitRound)
+}
+
+// write appends the parts under the table lock and returns the write's
+// sequence number (0 for a duplicate).
+func (t *TableLog) write(parts [][]Batch) (int64, [][]AppendResult, error) {
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	if t.err != nil {
+		return 0, nil, t.err
+	}
+	res, dups, total, err := t.checkWritersLocked(parts)
+	if err != nil {
+		return 0, nil, err
+	}
+	if dups > 0 {
+		if dups != total {
+			return 0, nil, fmt.Errorf("write repeats some of its batches but not all: %w", ErrOutOfOrderSequence)
+		}
+		return 0, res, nil
+	}
+	for b, part := range parts {
+		for i, p := range part {
+			r, _, err := t.buckets[b].write(p)
+			if err != nil {
+				// Batches already written are not committed; the table
+				// refuses writes until it is reopened, which cuts them.
+				t.err = fmt.Errorf("bucket %d: %w", b, err)
+				return 0, nil, t.err
+			}
+			res[b][i] = r
+		}
+	}
+	t.seq++
+	return t.seq, res, nil
+}
+
+// checkWritersLocked finds the batches that repeat their writer's last one.
+func (t *TableLog) checkWritersLocked(parts [][]Batch) (res [][]AppendResult, dups, total int, err error) {
+	res = make([][]AppendResult, len(parts))
+	for b, part := range parts {
+		res[b] = make([]AppendResult, len(part))
+		l := t.buckets[b]
+		l.mu.Lock()
+		for i, p := range part {
+			r, dup, err := l.checkWriterLocked(p)
+			if err != nil {
+				l.mu.Unlock()
+				return nil, 0, 0, fmt.Errorf("bucket %d: %w", b, err)
+			}
+			if dup {
+				res[b][i] = r
+				dups++
+			}
+			total++
+		}
+		l.mu.Unlock()
+	}
+	return res, dups, total, nil
+}
+
+// commitRound syncs every bucket written since the last round, records their
+// end offsets in the commit file and publishes them.
+func (t *TableLog) commitRound() (int64, error) {
+	t.wmu.Lock()
+	seq := t.seq
+	ends := make([]int64, len(t.buckets))
+	for b, l := range t.buckets {
+		l.mu.Lock()
+		ends[b] = l.mu.next
+		l.mu.Unlock()
+	}
+	t.wmu.Unlock()
+
+	if err := t.syncBuckets(ends); err != nil {
+		return 0, err
+	}
+	if err := t.appendCommit(seq, ends); err != nil {
+		return 0, err
+	}
+	for b, l := range t.buckets {
+		l.publish(ends[b])
+	}
+	return seq, nil
+}
+
+// syncBuckets fsyncs, in parallel, the buckets with data not yet committed.
+func (t *TableLog) syncBuckets(ends []int64) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(t.buckets))
+	for b, l := range t.buckets {
+		if ends[b] <= l.Committed() {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[b] = l.syncData()
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func encodeCommit(seq int64, ends []int64) []byte {
+	buf := make([]byte, 4, 4+8+4+8*len(ends)+4)
+	buf = binary.LittleEndian.AppendUint64(buf, uint64(seq))
+	buf = binary.LittleEndian.AppendUint32(buf, uint32(len(ends)))
+	for _, e := range ends {
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(e))
+	}
+	buf = binary.LittleEndian.AppendUint32(buf, crc32.Checksum(buf[4:], castagnoli))
+	binary.LittleEndian.PutUint32(buf, uint32(len(buf)-4))
+	return buf
+}
+
+func (t *TableLog) appendCommit(seq int64, ends []int64) error {
+	t.cmu.Lock()
+	defer t.cmu.Unlock()
+	if t.csize > commitFileMax {
+		return t.rewriteCommitFileLocked(seq, ends)
+	}
+	rec := encodeCommit(seq, ends)
+	if _, err := t.cfile.Write(rec); err != nil {
+		return fmt.Errorf("write commit record: %w", err)
+	}
+	t.csize += int64(len(rec))
+	if t.opts.Sync == SyncAlways {
+		if err := t.cfile.Sync(); err != nil {
+			return fmt.Errorf("sync commit file: %w", err)
+		}
+	}
+	return nil
+}
+
+func (t *TableLog) rewriteCommitFile(seq int64, ends []int64) error {
+	t.cmu.Lock()
+	defer t.cmu.Unlock()
+	return t.rewriteCommitFileLocked(seq, ends)
+}
+
+// rewriteCommitFileLocked replaces the commit file by one holding a single
+// record, atomically.
+func (t *TableLog) rewriteCommitFileLocked(seq int64, ends []int64) error {
+	fs := t.opts.FS
+	name := path.Join(t.dir, commitFileName)
+	tmp := name + ".tmp"
+	rec := encodeCommit(seq, ends)
+	if err := writeFileSync(fs, tmp, rec); err != nil {
+		return err
+	}
+	if err := fs.Rename(tmp, name); err != nil {
+		return fmt.Errorf("rename commit file: %w", err)
+	}
+	if err := fs.SyncDir(t.dir); err != nil {
+		return fmt.Errorf("sync table dir: %w", err)
+	}
+	f, err := fs.OpenAppend(name)
+	if err != nil {
+		return err
+	}
+	if t.cfile != nil {
+		t.cfile.Close()
+	}
+	t.cfile, t.csize = f, int64(len(rec))
+	return nil
+}
+
+// readLastCommit returns the end offsets of the last valid record of the
+// commit file; a torn or damaged tail ends the file.
+func readLastCommit(fs vfs.FS, name string) ([]int64, bool, error) {
+	buf, err := readFile(fs, name)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	var last []int64
+	for len(buf) >= 4 {
+		n := int(binary.LittleEndian.Uint32(buf))
+		if n < 16 || n > len(buf)-4 {
+			break
+		}
+		rec := buf[4 : 4+n]
+		body, sum := rec[:n-4], binary.LittleEndian.Uint32(rec[n-4:])
+		count := int(binary.LittleEndian.Uint32(body[8:]))
+		if crc32.Checksum(body, castagnoli) != sum || len(body) != 12+8*count {
+			break
+		}
+		last = make([]int64, count)
+		for i := range last {
+			last[i] = int64(binary.LittleEndian.Uint64(body[12+8*i:]))
+		}
+		buf = buf[4+n:]
+	}
+	if last == nil {
+		return nil, false, fmt.Errorf("commit file %s holds no valid record: %w", name, ErrCorrupt)
+	}
+	return last, true, nil
+}
+
+// Close closes every bucket log and the commit file.
+func (t *TableLog) Close() error { return t.closeAll() }
+
+func (t *TableLog) closeAll() error {
+	var errs []error
+	for _, l := range t.buckets {
+		errs = append(errs, l.Close())
+	}
+	t.cmu.Lock()
+	if t.cfile != nil {
+		errs = append(errs, t.cfile.Close())
+		t.cfile = nil
+	}
+	t.cmu.Unlock()
+	return errors.Join(errs...)
+}
+
+// Remove closes the table's logs and deletes its directory.
+func (t *TableLog) Remove() error {
+	err := t.closeAll()
+	if rerr := t.opts.FS.RemoveAll(t.dir); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+		err = errors.Join(err, rerr)
+	}
+	return err
+}

@@ -1,0 +1,69 @@
+// Package scan is the read contract between the planner and the places a
+// table's rows live: the columnar log now, the Iceberg lake later. The
+// planner reads data only through these interfaces, so a query runs the same
+// over the log, the lake, or their union.
+//
+// scan imports nothing of the project.
+package scan
+
+import (
+	"context"
+	"errors"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// ErrTableNotFound is returned by a Resolver for an unknown table.
+var ErrTableNotFound = errors.New("table not found")
+
+// Resolver finds tables by name. An empty db means the default database.
+type Resolver interface {
+	Table(ctx context.Context, db, name string) (Table, error)
+}
+
+// Table is a readable table.
+type Table interface {
+	// Name is "db.table".
+	Name() string
+	// Schema is the table's current schema.
+	Schema() *arrow.Schema
+	// Plan captures what a scan will read, as of now: rows committed after
+	// Plan returns are not part of it.
+	Plan(ctx context.Context, req Request) (Plan, error)
+}
+
+// Request narrows a scan. Pushdown may only prune: the caller re-applies its
+// full predicate to whatever the scan returns.
+type Request struct {
+	// Columns are indexes into the table schema, in output order; nil means
+	// all columns.
+	Columns []int
+	// Filters are conjuncts the scan may use to skip data. Optional.
+	Filters []Filter
+}
+
+// Filter is one simple predicate: Column Op Value.
+type Filter struct {
+	Column int    // index into the table schema
+	Op     string // "=", "<", "<=", ">", ">=", "IS NULL", "IS NOT NULL"
+	Value  any    // Go value of the column's type; nil for the IS forms
+}
+
+// Plan is a captured scan, split into parts that can be read in parallel.
+type Plan interface {
+	// Schema is the schema of the records the parts return.
+	Schema() *arrow.Schema
+	Parts() []Part
+}
+
+// Part is an independently readable piece of a plan (e.g. one bucket).
+type Part interface {
+	Open(ctx context.Context) (RecordStream, error)
+}
+
+// RecordStream yields decoded record batches. Next returns (nil, io.EOF) at
+// the end. A returned record is owned by the caller, who releases it.
+type RecordStream interface {
+	Next() (arrow.RecordBatch, error)
+	Close() error
+}

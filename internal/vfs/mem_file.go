@@ -1,0 +1,126 @@
+package vfs
+
+import (
+	"io"
+	"os"
+	"slices"
+	"sync/atomic"
+	"syscall"
+)
+
+// memFile is an open handle on a MemFS file. Handles on the same file share
+// its node, so a reader sees everything any writer has written, synced or not,
+// as readers of the page cache do.
+type memFile struct {
+	fs       *MemFS
+	n        *memNode
+	name     string
+	writable bool
+	closed   atomic.Bool
+}
+
+// guard reports a closed handle, then asks the injection hook.
+func (f *memFile) guard(op Op) error {
+	if f.closed.Load() {
+		return pathErr(op.String(), f.name, os.ErrClosed)
+	}
+	return f.fs.inject.check(op, f.name)
+}
+
+// Write appends p to the file.
+func (f *memFile) Write(p []byte) (int, error) {
+	if err := f.guard(OpWrite); err != nil {
+		return 0, err
+	}
+	if !f.writable {
+		return 0, pathErr("write", f.name, syscall.EBADF)
+	}
+	n := f.n
+	n.mu.Lock()
+	n.mu.data = append(n.mu.data, p...)
+	n.mu.Unlock()
+	return len(p), nil
+}
+
+// ReadAt follows io.ReaderAt: a short read returns io.EOF.
+func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
+	if err := f.guard(OpRead); err != nil {
+		return 0, err
+	}
+	if off < 0 {
+		return 0, pathErr("read", f.name, syscall.EINVAL)
+	}
+	n := f.n
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if off >= int64(len(n.mu.data)) {
+		return 0, io.EOF
+	}
+	c := copy(p, n.mu.data[off:])
+	if c < len(p) {
+		return c, io.EOF
+	}
+	return c, nil
+}
+
+// Sync makes the file's current data what survives a crash.
+func (f *memFile) Sync() error {
+	if err := f.guard(OpSync); err != nil {
+		return err
+	}
+	n := f.n
+	n.mu.Lock()
+	n.mu.synced = n.mu.data
+	n.mu.Unlock()
+	return nil
+}
+
+// Truncate cuts or zero-extends the file to size; it is durable after Sync.
+func (f *memFile) Truncate(size int64) error {
+	if err := f.guard(OpTruncate); err != nil {
+		return err
+	}
+	if !f.writable {
+		return pathErr("truncate", f.name, syscall.EBADF)
+	}
+	if size < 0 {
+		return pathErr("truncate", f.name, syscall.EINVAL)
+	}
+	n := f.n
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch d := n.mu.data; {
+	case size > int64(len(d)):
+		// synced shares d's array only while len(synced) <= len(d), so
+		// growing in place cannot change what synced shows.
+		n.mu.data = append(d, make([]byte, size-int64(len(d)))...)
+	case size < int64(len(n.mu.synced)):
+		// Later appends would overwrite bytes that synced may still show
+		// through a shared array: cut a copy instead.
+		n.mu.data = slices.Clone(d[:size])
+	default:
+		n.mu.data = d[:size]
+	}
+	return nil
+}
+
+// Size is the length of everything written, synced or not.
+func (f *memFile) Size() (int64, error) {
+	if err := f.guard(OpStat); err != nil {
+		return 0, err
+	}
+	f.n.mu.Lock()
+	defer f.n.mu.Unlock()
+	return int64(len(f.n.mu.data)), nil
+}
+
+// Close releases the handle; a second Close returns os.ErrClosed, as with
+// *os.File.
+func (f *memFile) Close() error {
+	if f.closed.Swap(true) {
+		return pathErr("close", f.name, os.ErrClosed)
+	}
+	return nil
+}
+
+func (f *memFile) Name() string { return f.name }
