@@ -33,6 +33,7 @@ func (s *CreateTable) Resolve(cfg Config) (*Table, error) {
 		t.DB = DefaultDatabase
 	}
 	r := &resolver{t: t}
+	r.add(cfg.Validate())
 	r.checkName()
 	t.Columns = r.columns(s.Columns)
 	r.primaryKey()

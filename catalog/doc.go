@@ -12,11 +12,14 @@
 //   - options*.go: the WITH (...) table options, typed, with defaults.
 //   - definition.go: turns a parsed CREATE TABLE into a validated *Table,
 //     reporting every problem at once.
-//   - store*.go: the durable catalog, a SQLite database (modernc.org/sqlite,
-//     pure Go) inside the data dir. A *Table is an immutable snapshot; every
-//     change (ADD COLUMN) creates a new one with a new schema version, and
-//     every schema version is kept so that batches written under an old
-//     schema stay readable.
+//   - table.go: Table, Column, Schema; a *Table is an immutable snapshot.
+//     Every change (ADD COLUMN) creates a new one with a new schema version,
+//     and every version is kept so that batches written under an old schema
+//     stay readable (SchemaAt, ArrowSchemaAt).
+//   - store*.go, migrate.go, snapshot.go, exec.go: the durable Catalog, a
+//     SQLite database (modernc.org/sqlite, pure Go) inside the data dir,
+//     with versioned schema migrations; reads are served from an in-memory
+//     copy-on-write snapshot. Exec applies a parsed Statement.
 //
 // SQLite does its own file I/O, so the catalog does not go through the vfs
 // seam that the log uses; crash safety comes from SQLite's WAL with

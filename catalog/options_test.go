@@ -53,18 +53,18 @@ func TestOptionValues(t *testing.T) {
 
 func TestOptionErrorsAllAtOnce(t *testing.T) {
 	_, err := ParseOptions(map[string]string{
-		"bucket.nmu":            "4",
-		"table.merge-engine":    "first_row",
-		"colour":                "red",
-		OptBucketNum:            "0",
-		OptLogCompression:       "gzip",
-		OptLogRetention:         "forever",
-		OptLogSegmentBytes:      "1KiB",
-		OptDatalakeEnabled:      "yes",
-		OptDatalakeFreshness:    "-5s",
-		OptMergeEngine:          "newest",
-		OptBucketKey:            " , ",
-		OptVersionColumn:        " ",
+		"bucket.nmu":         "4",
+		"table.merge-engine": "first_row",
+		"colour":             "red",
+		OptBucketNum:         "0",
+		OptLogCompression:    "gzip",
+		OptLogRetention:      "forever",
+		OptLogSegmentBytes:   "1KiB",
+		OptDatalakeEnabled:   "yes",
+		OptDatalakeFreshness: "-5s",
+		OptMergeEngine:       "newest",
+		OptBucketKey:         " , ",
+		OptVersionColumn:     " ",
 	}, 1)
 	if !errors.Is(err, ErrInvalid) {
 		t.Fatalf("err = %v, want ErrInvalid", err)

@@ -93,9 +93,21 @@ func Open(ctx context.Context, path string, cfg Config) (*Catalog, error) {
 	db.SetConnMaxIdleTime(0)
 	c := &Catalog{cfg: cfg, db: db}
 	if err := c.start(ctx); err != nil {
+		if isBusy(err) {
+			err = fmt.Errorf("%w (is another lakestream process using this data dir?)", err)
+		}
 		return nil, errors.Join(fmt.Errorf("open catalog %s: %w", path, err), db.Close())
 	}
 	return c, nil
+}
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY: someone else holds the
+// lock. The driver's error has a Code method; its low byte is the primary
+// result code.
+func isBusy(err error) bool {
+	const sqliteBusy = 5
+	var coded interface{ Code() int }
+	return errors.As(err, &coded) && coded.Code()&0xff == sqliteBusy
 }
 
 // dsn builds the SQLite URI: WAL for concurrent-safe, crash-safe commits;

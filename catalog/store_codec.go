@@ -72,9 +72,9 @@ func decodePartition(s string) ([]PartitionField, error) {
 	if err := json.Unmarshal([]byte(s), &in); err != nil {
 		return nil, err
 	}
-	out := make([]PartitionField, len(in))
-	for i, f := range in {
-		out[i] = PartitionField{Column: f.Column, Transform: Transform(f.Transform)}
+	var out []PartitionField // nil when empty, like a parsed table
+	for _, f := range in {
+		out = append(out, PartitionField{Column: f.Column, Transform: Transform(f.Transform)})
 	}
 	return out, nil
 }
@@ -220,6 +220,9 @@ func loadSchemas(ctx context.Context, db *sql.DB, tables map[int64]*Table) error
 func (t *Table) decodeRow(pk, part, opts, raw string) error {
 	if err := json.Unmarshal([]byte(pk), &t.PrimaryKey); err != nil {
 		return fmt.Errorf("primary key: %w", err)
+	}
+	if len(t.PrimaryKey) == 0 {
+		t.PrimaryKey = nil // like a parsed table
 	}
 	var err error
 	if t.Partition, err = decodePartition(part); err != nil {

@@ -2,6 +2,7 @@ package arrowmsg
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	flatbuffers "github.com/google/flatbuffers/go"
@@ -42,20 +43,10 @@ func ProjectAppend(dst []byte, schema *arrow.Schema, cols []int, meta, body []by
 	if err != nil {
 		return dst, fmt.Errorf("project record batch: %w", err)
 	}
-	start := len(out)
-	out = growLen(out, int(p.hdr.BodyLength))
+	start, n := len(out), int(p.hdr.BodyLength)
+	out = slices.Grow(out, n)[:start+n] // stale bytes: copyBody overwrites all
 	p.copyBody(out[start:])
 	return out, nil
-}
-
-// growLen extends b by n bytes, whose contents are unspecified.
-func growLen(b []byte, n int) []byte {
-	if cap(b)-len(b) < n {
-		grown := make([]byte, len(b), len(b)+n)
-		copy(grown, b)
-		b = grown
-	}
-	return b[:len(b)+n]
 }
 
 // projection is a planned Project: the new header and, for each of its

@@ -222,7 +222,7 @@ func (c *checker) offsets(length, width int64) error {
 
 // buffer checks the next buffer: it lies inside the body, its uncompressed
 // size is sane and within the limits, and it holds at least need bytes for
-// the node's values values.
+// the node's values.
 func (c *checker) buffer(need, values int64) error {
 	i := c.nextB
 	c.nextB++

@@ -19,7 +19,7 @@ const (
 	kindUint16
 	kindUint32
 	kindDate32
-	kindDate64    // milliseconds, floored to days
+	kindDate64    // milliseconds, truncated to days
 	kindTime32    // seconds or milliseconds, scaled to microseconds
 	kindTime64    // microseconds or nanoseconds
 	kindTimestamp // any unit, to microseconds
@@ -102,7 +102,7 @@ func specOf(dt arrow.DataType) (colSpec, error) {
 	case *arrow.Date32Type:
 		s.kind = kindDate32
 	case *arrow.Date64Type:
-		s.kind, s.div = kindDate64, millisPerDay
+		s.kind = kindDate64
 	case *arrow.Time32Type:
 		s.kind = kindTime32
 		s.mul, s.div = toMicros(t.Unit)

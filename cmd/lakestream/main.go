@@ -1,0 +1,56 @@
+// Command lakestream runs a Lakestream node and talks to one.
+//
+//	lakestream serve [flags]        run a node (see lakestream serve -h)
+//	lakestream sql [--addr A] SQL   run one statement and print the result
+//	lakestream version              print versions
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Set by the build (-ldflags "-X main.version=... -X main.commit=...").
+var (
+	version = "dev"
+	commit  = "unknown"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch os.Args[1] {
+	case "serve":
+		err = serve(ctx, os.Args[2:])
+	case "sql":
+		err = runSQL(ctx, os.Args[2:], os.Stdout)
+	case "version":
+		printVersion(os.Stdout)
+	case "-h", "--help", "help":
+		usage()
+	default:
+		fmt.Fprintf(os.Stderr, "lakestream: unknown command %q\n", os.Args[1])
+		usage()
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lakestream:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprint(os.Stderr, `usage:
+  lakestream serve [flags]          run a node (lakestream serve -h for flags)
+  lakestream sql [--addr A] "SQL"   run one statement, print the result
+  lakestream version                print versions
+`)
+}

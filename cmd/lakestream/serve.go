@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/lakestream/lakestream/node"
+)
+
+// serve binds flags, then the YAML config file, then LAKESTREAM_<FLAG>
+// environment variables to a node.Config. A flag given on the command line
+// wins over the environment, which wins over the config file.
+func serve(ctx context.Context, args []string) error {
+	cfg, err := loadConfig(args, os.LookupEnv)
+	if err != nil {
+		return err
+	}
+	cfg.Version = version
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	return node.Run(ctx, cfg)
+}
+
+func loadConfig(args []string, env func(string) (string, bool)) (node.Config, error) {
+	var cfg node.Config
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	configFile := fs.String("config", "", "YAML config file; its keys are the flag names")
+	fs.StringVar(&cfg.DataDir, "data-dir", "./lakestream-data", "data directory")
+	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:31337", "Flight SQL address")
+	fs.StringVar(&cfg.HTTP, "http", "127.0.0.1:31380", `metrics and status page address ("off" to disable)`)
+	fs.StringVar(&cfg.Catalog, "catalog", "", "catalog URI (default: sqlite://<data-dir>/catalog.db)")
+	fs.StringVar(&cfg.Warehouse, "warehouse", "", "Iceberg warehouse (default: file://<data-dir>/warehouse)")
+	fs.StringVar(&cfg.Sync, "sync", "always", "log durability: always (fsync before acknowledging) or never")
+	fs.IntVar(&cfg.DefaultBuckets, "default-buckets", 1, "bucket.num of tables that do not set it")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *configFile != "" {
+		if err := applyFile(fs, *configFile, set); err != nil {
+			return cfg, err
+		}
+	}
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] || f.Name == "config" || err != nil {
+			return
+		}
+		key := "LAKESTREAM_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := env(key); ok {
+			if e := f.Value.Set(v); e != nil {
+				err = fmt.Errorf("%s=%q: %v", key, v, e)
+			}
+		}
+	})
+	return cfg, err
+}
+
+// applyFile sets the flags not given on the command line from a YAML file.
+func applyFile(fs *flag.FlagSet, path string, set map[string]bool) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal(raw, &m); err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	for k, v := range m {
+		f := fs.Lookup(k)
+		if f == nil || k == "config" {
+			return fmt.Errorf("config %s: unknown key %q", path, k)
+		}
+		if set[k] {
+			continue
+		}
+		if err := f.Value.Set(fmt.Sprint(v)); err != nil {
+			return fmt.Errorf("config %s: %s: %v", path, k, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,12 @@
+// Package flightsrv is Lakestream's front door: an Arrow Flight SQL service
+// (statements, prepared statements, bulk ingest, metadata) plus plain Flight
+// DoPut and DoGet with Lakestream's own descriptors and tickets.
+//
+// Scans are served by forwarding the stored, already compressed Arrow
+// messages as FlightData, with column projection done on the encoded bytes.
+// Every incoming message is checked (sizes, buffer bounds, claimed
+// uncompressed sizes) before anything is decoded. errors.go is the one place
+// that maps errors to gRPC status codes.
+//
+// flightsrv imports tables, planner and catalog; nothing imports it but node.
+package flightsrv

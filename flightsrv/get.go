@@ -1,0 +1,175 @@
+package flightsrv
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+
+	"github.com/lakestream/lakestream/columnarlog"
+	"github.com/lakestream/lakestream/internal/arrowmsg"
+	"github.com/lakestream/lakestream/internal/scan"
+	"github.com/lakestream/lakestream/tables"
+)
+
+func (s *Server) doGet(raw []byte, stream flight.FlightService_DoGetServer) error {
+	tk, err := decodeTicket(raw)
+	if err != nil {
+		return err
+	}
+	ctx := stream.Context()
+	switch tk.Kind {
+	case "scan":
+		return s.streamScan(ctx, tk, stream)
+	case "query":
+		return s.streamQuery(ctx, tk.SQL, nil, stream)
+	case "prepared":
+		p, err := s.prepared.get(tk.Handle)
+		if err != nil {
+			return err
+		}
+		return s.streamQuery(ctx, p.sql, p.args(), stream)
+	}
+	return fmt.Errorf("%w: ticket kind %q", errInvalid, tk.Kind)
+}
+
+// streamScan forwards the stored batches of the ticket's ranges as
+// FlightData without decoding them. A projection rewrites each message on
+// its encoded bytes; only batches written under an older schema version
+// (before an ADD COLUMN) are decoded, to add the new columns as nulls.
+func (s *Server) streamScan(ctx context.Context, tk *ticket, stream flight.FlightService_DoGetServer) error {
+	t, err := s.store.ByID(ctx, tk.Table)
+	if err != nil {
+		return err
+	}
+	def := t.Def()
+	cur := def.ArrowSchema()
+	for _, c := range tk.Cols {
+		if c < 0 || c >= cur.NumFields() {
+			return fmt.Errorf("%w: ticket column %d out of range", errInvalid, c)
+		}
+	}
+	out := projectSchema(cur, tk.Cols)
+	schemaMsg := ipc.GetSchemaPayload(out, s.opts.Mem)
+	meta := schemaMsg.Meta()
+	err = stream.Send(&flight.FlightData{DataHeader: meta.Bytes()})
+	meta.Release()
+	schemaMsg.Release()
+	if err != nil {
+		return err
+	}
+	identity := isIdentity(tk.Cols, cur.NumFields())
+	for _, r := range tk.Ranges {
+		if r.Bucket < 0 || r.Bucket >= t.Log().Buckets() {
+			return fmt.Errorf("%w: ticket bucket %d out of range", errInvalid, r.Bucket)
+		}
+		err := t.ReadBatches(ctx, r, func(b columnarlog.Batch) error {
+			fd, err := s.batchFlightData(t, b, tk.Cols, identity)
+			if err != nil {
+				return err
+			}
+			return stream.Send(fd)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// batchFlightData turns one stored batch into the FlightData of the
+// projected current schema.
+func (s *Server) batchFlightData(t *tables.Table, b columnarlog.Batch, cols []int, identity bool) (*flight.FlightData, error) {
+	def := t.Def()
+	if b.SchemaID() != def.SchemaID {
+		return s.reencode(t, b, cols)
+	}
+	msg, err := b.ArrowMessage()
+	if err != nil {
+		return nil, err
+	}
+	meta, body, err := arrowmsg.SplitMessage(msg)
+	if err != nil {
+		return nil, err
+	}
+	if !identity {
+		meta, body, err = arrowmsg.Project(def.ArrowSchema(), cols, meta, body)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return &flight.FlightData{DataHeader: meta, DataBody: body}, nil
+}
+
+// reencode decodes a batch of an older schema version, adds the missing
+// columns and encodes it again with the table's codec.
+func (s *Server) reencode(t *tables.Table, b columnarlog.Batch, cols []int) (*flight.FlightData, error) {
+	rec, err := t.DecodeBatch(b, cols)
+	if err != nil {
+		return nil, err
+	}
+	defer rec.Release()
+	buf, err := arrowmsg.AppendRecordBatch(nil, rec, arrowmsg.Codec(b.Codec()), s.opts.Mem)
+	if err != nil {
+		return nil, err
+	}
+	meta, body, err := arrowmsg.SplitMessage(buf)
+	if err != nil {
+		return nil, err
+	}
+	return &flight.FlightData{DataHeader: meta, DataBody: body}, nil
+}
+
+func projectSchema(s *arrow.Schema, cols []int) *arrow.Schema {
+	fields := make([]arrow.Field, len(cols))
+	for i, c := range cols {
+		fields[i] = s.Field(c)
+	}
+	return arrow.NewSchema(fields, nil)
+}
+
+func isIdentity(cols []int, n int) bool {
+	if len(cols) != n {
+		return false
+	}
+	for i, c := range cols {
+		if c != i {
+			return false
+		}
+	}
+	return true
+}
+
+// streamQuery runs a query in the engine and streams its records.
+func (s *Server) streamQuery(ctx context.Context, sql string, args []any, stream flight.FlightService_DoGetServer) error {
+	if s.engine == nil {
+		return fmt.Errorf("%w: only plain scans (SELECT * or columns FROM a table) are served by this node", errUnsupported)
+	}
+	rs, schema, err := s.engine.Query(ctx, sql, args...)
+	if err != nil {
+		return err
+	}
+	defer rs.Close()
+	return writeStream(stream, schema, rs, s)
+}
+
+func writeStream(stream flight.FlightService_DoGetServer, schema *arrow.Schema, rs scan.RecordStream, s *Server) error {
+	w := flight.NewRecordWriter(stream, ipc.WithSchema(schema), ipc.WithAllocator(s.opts.Mem))
+	defer w.Close()
+	for {
+		rec, err := rs.Next()
+		if err != nil {
+			if err == errEOF {
+				return nil
+			}
+			return err
+		}
+		err = w.Write(rec)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,172 @@
+package flightsrv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+
+	"github.com/lakestream/lakestream/catalog"
+	"github.com/lakestream/lakestream/tables"
+)
+
+// DoPutCommandStatementIngest is ADBC's bulk ingest. The modes map to table
+// definition options: create (create, fail if it exists), append (fail if
+// missing), replace (drop and create) and create_append.
+func (s *Server) DoPutCommandStatementIngest(ctx context.Context, cmd flightsql.StatementIngest, rdr flight.MessageReader) (int64, error) {
+	if cmd.GetTemporary() {
+		return 0, fmt.Errorf("%w: temporary tables", errUnsupported)
+	}
+	if len(cmd.GetTransactionId()) > 0 {
+		return 0, fmt.Errorf("%w: transactions; every ingest is atomic on its own", errUnsupported)
+	}
+	if c := cmd.GetCatalog(); c != "" && c != catalogName {
+		return 0, fmt.Errorf("%w: catalog %q (the only catalog is %q)", errInvalid, c, catalogName)
+	}
+	db, name := cmd.GetSchema(), cmd.GetTable()
+	if name == "" {
+		return 0, fmt.Errorf("%w: ingest names no table", errInvalid)
+	}
+	t, err := s.ingestTarget(ctx, db, name, cmd.GetTableDefinitionOptions(), rdr.Schema())
+	if err != nil {
+		return 0, err
+	}
+	return s.ingest(ctx, t, rdr)
+}
+
+// ingestTarget resolves, creates or replaces the table per the options.
+func (s *Server) ingestTarget(ctx context.Context, db, name string, o *flightsql.TableDefinitionOptions, schema *arrow.Schema) (*tables.Table, error) {
+	ifNotExist := flightsql.TableDefinitionOptionsTableNotExistOptionFail
+	ifExists := flightsql.TableDefinitionOptionsTableExistsOptionAppend
+	if o != nil {
+		if o.IfNotExist != flightsql.TableDefinitionOptionsTableNotExistOptionUnspecified {
+			ifNotExist = o.IfNotExist
+		}
+		if o.IfExists != flightsql.TableDefinitionOptionsTableExistsOptionUnspecified {
+			ifExists = o.IfExists
+		}
+	}
+	t, err := s.store.Get(ctx, db, name)
+	switch {
+	case err == nil && ifExists == flightsql.TableDefinitionOptionsTableExistsOptionFail:
+		return nil, fmt.Errorf("ingest into %q: %w", name, catalog.ErrTableExists)
+	case err == nil && ifExists == flightsql.TableDefinitionOptionsTableExistsOptionReplace:
+		if err := s.store.Exec(ctx, &catalog.DropTable{Table: catalog.TableName{DB: db, Name: name}}); err != nil {
+			return nil, err
+		}
+		return s.createFromSchema(ctx, db, name, schema)
+	case err == nil:
+		return t, nil
+	case errors.Is(err, catalog.ErrTableNotFound) && ifNotExist == flightsql.TableDefinitionOptionsTableNotExistOptionCreate:
+		return s.createFromSchema(ctx, db, name, schema)
+	}
+	return nil, err
+}
+
+func (s *Server) createFromSchema(ctx context.Context, db, name string, schema *arrow.Schema) (*tables.Table, error) {
+	cols, err := catalog.ColumnsFromArrow(schema)
+	if err != nil {
+		return nil, fmt.Errorf("create %q from the ingested schema: %w", name, err)
+	}
+	stmt := &catalog.CreateTable{Table: catalog.TableName{DB: db, Name: name}, Columns: cols}
+	if err := s.store.Exec(ctx, stmt); err != nil {
+		return nil, err
+	}
+	return s.store.Get(ctx, db, name)
+}
+
+// ingest reads the stream, checks each record against the table and
+// writes them in atomic writes of up to MaxWriteBytes. An ingest that fits
+// one write (256 MiB by default) is all or nothing; a larger one commits
+// part by part, and an error leaves the parts written before it.
+func (s *Server) ingest(ctx context.Context, t *tables.Table, rdr interface {
+	Next() bool
+	RecordBatch() arrow.RecordBatch
+	Err() error
+}) (int64, error) {
+	var (
+		pending []arrow.RecordBatch
+		size    int64
+		total   int64
+	)
+	release := func() {
+		for _, r := range pending {
+			r.Release()
+		}
+		pending, size = pending[:0], 0
+	}
+	defer release()
+	flush := func() error {
+		n, err := t.Write(ctx, pending)
+		release()
+		total += n
+		return err
+	}
+	for rdr.Next() {
+		rec, err := t.Conform(rdr.RecordBatch())
+		if err != nil {
+			return total, err
+		}
+		pending = append(pending, rec)
+		size += recordBytes(rec)
+		if size >= t.Limits().MaxWriteBytes {
+			if err := flush(); err != nil {
+				return total, err
+			}
+		}
+	}
+	if err := rdr.Err(); err != nil {
+		return total, fmt.Errorf("%w: reading the ingest stream: %v", errInvalid, err)
+	}
+	if err := flush(); err != nil {
+		return total, err
+	}
+	return total, nil
+}
+
+func recordBytes(rec arrow.RecordBatch) int64 {
+	var n int64
+	for _, c := range rec.Columns() {
+		for _, b := range c.Data().Buffers() {
+			if b != nil {
+				n += int64(b.Len())
+			}
+		}
+	}
+	return n
+}
+
+// doPutPath is a plain Flight DoPut for pyarrow.flight users: the
+// descriptor path is [db, table] or [table], the table must exist, and the
+// stream's rows are appended. The reply is one PutResult whose app
+// metadata is the row count as a decimal string.
+func (s *Server) doPutPath(cs *checkedStream, path []string) error {
+	ctx := cs.Context()
+	var db, name string
+	switch len(path) {
+	case 1:
+		name = path[0]
+	case 2:
+		db, name = path[0], path[1]
+	default:
+		return fmt.Errorf("%w: descriptor path %q: want [table] or [database, table]", errInvalid, path)
+	}
+	t, err := s.store.Get(ctx, db, name)
+	if err != nil {
+		return err
+	}
+	rdr, err := flight.NewRecordReader(cs, ipc.WithAllocator(s.opts.Mem))
+	if err != nil {
+		return fmt.Errorf("%w: %v", errInvalid, err)
+	}
+	defer rdr.Release()
+	n, err := s.ingest(ctx, t, rdr)
+	if err != nil {
+		return err
+	}
+	return cs.Send(&flight.PutResult{AppMetadata: fmt.Appendf(nil, "%d", n)})
+}

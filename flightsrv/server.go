@@ -1,0 +1,163 @@
+package flightsrv
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/lakestream/lakestream/internal/scan"
+	"github.com/lakestream/lakestream/tables"
+)
+
+// QueryEngine runs the queries that are not plain scans (planner/duck).
+type QueryEngine interface {
+	Query(ctx context.Context, sql string, args ...any) (scan.RecordStream, *arrow.Schema, error)
+	Describe(ctx context.Context, sql string) (result, params *arrow.Schema, err error)
+}
+
+// Options configure the service. Zero fields take their defaults.
+type Options struct {
+	// MaxMessageBytes is the largest gRPC message accepted or sent.
+	// Default 256 MiB (gRPC's own default is 4 MiB).
+	MaxMessageBytes int
+	// MaxBatchUncompressedBytes bounds what one incoming record batch may
+	// claim to decompress to. Default 512 MiB.
+	MaxBatchUncompressedBytes int64
+	// MaxEndpoints caps the endpoints of a scan; buckets are grouped to fit.
+	// Default 16.
+	MaxEndpoints int
+	// PreparedTTL expires prepared statements idle this long. Default 10m.
+	PreparedTTL time.Duration
+	// Version is reported by GetSqlInfo.
+	Version string
+	Mem     memory.Allocator
+	Logger  *slog.Logger
+}
+
+func (o *Options) ensureDefaults() {
+	if o.MaxMessageBytes == 0 {
+		o.MaxMessageBytes = 256 << 20
+	}
+	if o.MaxBatchUncompressedBytes == 0 {
+		o.MaxBatchUncompressedBytes = 512 << 20
+	}
+	if o.MaxEndpoints == 0 {
+		o.MaxEndpoints = 16
+	}
+	if o.PreparedTTL == 0 {
+		o.PreparedTTL = 10 * time.Minute
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	if o.Mem == nil {
+		o.Mem = memory.DefaultAllocator
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Server implements the Flight SQL handlers.
+type Server struct {
+	flightsql.BaseServer
+	opts     Options
+	store    *tables.Store
+	engine   QueryEngine // nil: only DDL and plain scans
+	prepared *preparedStore
+}
+
+// New returns a server over store; engine may be nil.
+func New(store *tables.Store, engine QueryEngine, opts Options) (*Server, error) {
+	opts.ensureDefaults()
+	s := &Server{opts: opts, store: store, engine: engine, prepared: newPreparedStore(opts.PreparedTTL)}
+	if err := s.registerSqlInfo(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Expire drops idle prepared statements until ctx ends.
+func (s *Server) Expire(ctx context.Context) {
+	t := time.NewTicker(s.opts.PreparedTTL / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			if n := s.prepared.expire(now); n > 0 {
+				s.opts.Logger.Info("expired idle prepared statements", "count", n)
+			}
+		}
+	}
+}
+
+// GRPCServer returns a gRPC server with the Flight service registered, its
+// message limits raised, and panics in handlers turned into errors.
+func (s *Server) GRPCServer() *grpc.Server {
+	g := grpc.NewServer(
+		grpc.MaxRecvMsgSize(s.opts.MaxMessageBytes),
+		grpc.MaxSendMsgSize(s.opts.MaxMessageBytes),
+		grpc.ChainUnaryInterceptor(s.recoverUnary),
+		grpc.ChainStreamInterceptor(s.recoverStream),
+	)
+	flight.RegisterFlightServiceServer(g, &service{FlightServer: flightsql.NewFlightServerWithAllocator(s, s.opts.Mem), s: s})
+	return g
+}
+
+// A panic in a handler is a bug; it must not take the node down with every
+// other client's work. It is logged with its stack and returned as Internal.
+func (s *Server) recoverUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
+	defer s.recoverPanic(info.FullMethod, &err)
+	resp, err = h(ctx, req)
+	return resp, toStatus(err)
+}
+
+func (s *Server) recoverStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) (err error) {
+	defer s.recoverPanic(info.FullMethod, &err)
+	return toStatus(h(srv, ss))
+}
+
+func (s *Server) recoverPanic(method string, err *error) {
+	if r := recover(); r != nil {
+		s.opts.Logger.Error("panic in handler", "method", method, "panic", r, "stack", string(debug.Stack()))
+		*err = status.Error(codes.Internal, fmt.Sprintf("internal error in %s: %v", method, r))
+	}
+}
+
+// service routes Lakestream's own tickets and path descriptors, and hands
+// everything else to the Flight SQL router.
+type service struct {
+	flight.FlightServer
+	s *Server
+}
+
+func (w *service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServer) error {
+	if isLakestreamTicket(tkt.GetTicket()) {
+		return w.s.doGet(tkt.GetTicket(), stream)
+	}
+	return w.FlightServer.DoGet(tkt, stream)
+}
+
+func (w *service) DoPut(stream flight.FlightService_DoPutServer) error {
+	cs := newCheckedStream(stream, w.s.opts)
+	first, err := cs.peek()
+	if err != nil {
+		return err
+	}
+	if d := first.GetFlightDescriptor(); d != nil && d.GetType() == flight.DescriptorPATH {
+		return w.s.doPutPath(cs, d.GetPath())
+	}
+	return w.FlightServer.DoPut(cs)
+}

@@ -1,0 +1,58 @@
+package flightsrv
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/lakestream/lakestream/tables"
+)
+
+// Lakestream tickets are the magic prefix followed by a JSON object. JSON
+// keeps them readable in logs and packet captures; they are small, and
+// decoded once per DoGet. Tickets not starting with the prefix are Flight
+// SQL's own and go to its router.
+//
+//	"LSTK1" | {"kind":"scan","table":12,"schema":0,"cols":[0,2],"ranges":[{"Bucket":0,"From":0,"To":4096}]}
+var ticketMagic = []byte("LSTK1")
+
+const maxTicketBytes = 64 << 10
+
+type ticket struct {
+	Kind string `json:"kind"` // "scan", "query" or "prepared"
+	// scan
+	Table  int64          `json:"table,omitempty"`
+	Schema int32          `json:"schema,omitempty"`
+	Cols   []int          `json:"cols,omitempty"`
+	Ranges []tables.Range `json:"ranges,omitempty"`
+	// query
+	SQL string `json:"sql,omitempty"`
+	// prepared
+	Handle string `json:"handle,omitempty"`
+}
+
+func isLakestreamTicket(b []byte) bool { return bytes.HasPrefix(b, ticketMagic) }
+
+func (t *ticket) encode() ([]byte, error) {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return nil, err
+	}
+	return append(append([]byte(nil), ticketMagic...), b...), nil
+}
+
+func decodeTicket(b []byte) (*ticket, error) {
+	if len(b) > maxTicketBytes {
+		return nil, fmt.Errorf("%w: ticket of %d bytes, over the %d-byte limit", errInvalid, len(b), maxTicketBytes)
+	}
+	var t ticket
+	if err := json.Unmarshal(bytes.TrimPrefix(b, ticketMagic), &t); err != nil {
+		return nil, fmt.Errorf("%w: malformed ticket: %v", errInvalid, err)
+	}
+	switch t.Kind {
+	case "scan", "query", "prepared":
+	default:
+		return nil, fmt.Errorf("%w: ticket of unknown kind %q", errInvalid, t.Kind)
+	}
+	return &t, nil
+}

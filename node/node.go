@@ -1,0 +1,168 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/lakestream/lakestream/catalog"
+	"github.com/lakestream/lakestream/columnarlog"
+	"github.com/lakestream/lakestream/flightsrv"
+	"github.com/lakestream/lakestream/tables"
+)
+
+// Node is a running Lakestream process.
+type Node struct {
+	cfg     Config
+	cat     *catalog.Catalog
+	store   *tables.Store
+	flight  *flightsrv.Server
+	engine  engine
+	flightL net.Listener
+	httpL   net.Listener
+}
+
+// Addr is the Flight SQL listen address (useful with port 0).
+func (n *Node) Addr() string { return n.flightL.Addr().String() }
+
+// HTTPAddr is the status address, or "" when disabled.
+func (n *Node) HTTPAddr() string {
+	if n.httpL == nil {
+		return ""
+	}
+	return n.httpL.Addr().String()
+}
+
+// Start opens storage and binds the listeners; Serve then serves.
+// Start order: catalog, tables (log recovery), query engine, Flight SQL.
+func Start(ctx context.Context, cfg Config) (*Node, error) {
+	cfg.EnsureDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	n := &Node{cfg: cfg}
+	if err := n.open(ctx); err != nil {
+		n.close()
+		return nil, err
+	}
+	return n, nil
+}
+
+func (n *Node) open(ctx context.Context) error {
+	cfg := n.cfg
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	path, _ := cfg.catalogPath()
+	cat, err := catalog.Open(ctx, path, catalog.Config{DefaultBucketNum: cfg.DefaultBuckets})
+	if err != nil {
+		return err
+	}
+	n.cat = cat
+	sync, _ := columnarlog.ParseSyncPolicy(cfg.Sync)
+	start := time.Now()
+	store, err := tables.Open(ctx, cat, tables.Config{
+		Dir:    filepath.Join(cfg.DataDir, "tables"),
+		Log:    columnarlog.Options{Sync: sync, Logger: cfg.Logger},
+		Logger: cfg.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	n.store = store
+	cfg.Logger.Info("tables recovered", "elapsed", time.Since(start).Round(time.Millisecond))
+	if n.engine, err = newEngine(store, cfg); err != nil {
+		return err
+	}
+	srv, err := flightsrv.New(store, n.engine, flightsrv.Options{Version: cfg.Version, Logger: cfg.Logger})
+	if err != nil {
+		return err
+	}
+	n.flight = srv
+	if n.flightL, err = net.Listen("tcp", cfg.Listen); err != nil {
+		return fmt.Errorf("flight listener: %w", err)
+	}
+	if cfg.HTTP != "off" {
+		if n.httpL, err = net.Listen("tcp", cfg.HTTP); err != nil {
+			return fmt.Errorf("http listener: %w", err)
+		}
+	}
+	return nil
+}
+
+// Serve serves until ctx ends, then shuts down: new calls are refused,
+// calls in flight get shutdownGrace to finish (writes complete or fail
+// cleanly: an unacknowledged write is never half-visible), then storage
+// closes.
+func (n *Node) Serve(ctx context.Context) error {
+	g := n.flight.GRPCServer()
+	hs := &http.Server{Handler: n.httpHandler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 2)
+	go func() { errc <- g.Serve(n.flightL) }()
+	if n.httpL != nil {
+		go func() {
+			if err := hs.Serve(n.httpL); !errors.Is(err, http.ErrServerClosed) {
+				errc <- err
+			}
+		}()
+	}
+	bg, stopBG := context.WithCancel(context.Background())
+	go n.flight.Expire(bg)
+	n.cfg.Logger.Info("lakestream serving", "flight", n.Addr(), "http", n.HTTPAddr(), "data_dir", n.cfg.DataDir)
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	n.cfg.Logger.Info("shutting down")
+	stopBG()
+	stopped := make(chan struct{})
+	go func() { g.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(shutdownGrace):
+		g.Stop()
+		<-stopped
+	}
+	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	hs.Shutdown(shutCtx)
+	return errors.Join(err, n.close())
+}
+
+const shutdownGrace = 30 * time.Second
+
+// close releases storage in reverse start order.
+func (n *Node) close() error {
+	var errs []error
+	if n.flightL != nil {
+		n.flightL.Close()
+	}
+	if n.httpL != nil {
+		n.httpL.Close()
+	}
+	if n.engine != nil {
+		errs = append(errs, n.engine.Close())
+	}
+	if n.store != nil {
+		errs = append(errs, n.store.Close())
+	}
+	if n.cat != nil {
+		errs = append(errs, n.cat.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Run starts a node and serves until ctx ends.
+func Run(ctx context.Context, cfg Config) error {
+	n, err := Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	return n.Serve(ctx)
+}

@@ -1,0 +1,8 @@
+// Package planner classifies SQL statements and plans them: DDL goes to the
+// catalog, plain scans (SELECT * or a column list from one table, nothing
+// else) take the zero-copy path that forwards stored batches, and every other
+// query runs in embedded DuckDB (planner/duck) over the scan interface.
+//
+// planner reads table data only through internal/scan; it does not import
+// columnarlog, tables or flightsrv.
+package planner

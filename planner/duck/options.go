@@ -1,0 +1,54 @@
+package duck
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime"
+)
+
+// Options configures an Engine. The zero value is valid: every field
+// documents its default.
+type Options struct {
+	// Threads is the number of DuckDB worker threads, which also bounds how
+	// many parts of one scan are read at once. Default: runtime.GOMAXPROCS(0).
+	Threads int
+
+	// MemoryLimit is DuckDB's memory_limit, e.g. "4GB" or "512MiB". Default
+	// "": DuckDB's own default (80% of physical memory). Queries that need
+	// more spill nowhere (there is no temp directory: external access is
+	// off) and fail with an out-of-memory error.
+	MemoryLimit string
+
+	// Logger receives engine events (start-up settings, scan errors).
+	// Default: a logger that discards everything.
+	Logger *slog.Logger
+}
+
+// EnsureDefaults fills unset fields with their defaults.
+func (o *Options) EnsureDefaults() {
+	if o.Threads == 0 {
+		o.Threads = runtime.GOMAXPROCS(0)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+}
+
+// Validate reports every problem with the options at once.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.Threads < 0 {
+		errs = append(errs, fmt.Errorf("threads %d: must be positive", o.Threads))
+	}
+	for _, c := range o.MemoryLimit {
+		// The value is spliced into a SET statement; DuckDB's own parser
+		// checks the unit.
+		if c == '\'' || c == ';' {
+			errs = append(errs, fmt.Errorf("memory limit %q: invalid character %q", o.MemoryLimit, c))
+			break
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,150 @@
+package duck
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/lakestream/lakestream/internal/scan"
+)
+
+// scanner reads the parts of one plan in parallel goroutines into a bounded
+// channel, from which DuckDB's threads take records in the table function.
+//
+// Why goroutines and a channel rather than pulling from the part streams
+// inside the callback: a part's Next may block on I/O or wait for another
+// goroutine, and iter.Pull-style coroutines crash when resumed from a cgo
+// callback (measured, DESIGN §6). The channel also decouples how many parts
+// are read at once (readers) from how many DuckDB threads consume.
+type scanner struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	out    chan arrow.RecordBatch
+	wg     sync.WaitGroup
+
+	mu struct {
+		sync.Mutex
+		err error
+	}
+}
+
+// startScan starts reading parts, at most readers at a time, into a channel
+// of capacity buffer. The scan stops when ctx is cancelled or stop is called.
+func startScan(ctx context.Context, parts []scan.Part, readers, buffer int) *scanner {
+	ctx, cancel := context.WithCancel(ctx)
+	s := &scanner{ctx: ctx, cancel: cancel, out: make(chan arrow.RecordBatch, buffer)}
+	work := make(chan int, len(parts))
+	for i := range parts {
+		work <- i
+	}
+	close(work)
+	readers = max(1, min(readers, len(parts)))
+	s.wg.Add(readers)
+	for range readers {
+		go func() {
+			defer s.wg.Done()
+			for i := range work {
+				if err := s.readPart(i, parts[i]); err != nil {
+					s.fail(err)
+					return
+				}
+			}
+		}()
+	}
+	go func() {
+		s.wg.Wait()
+		close(s.out)
+	}()
+	return s
+}
+
+func (s *scanner) readPart(i int, p scan.Part) (err error) {
+	if err := s.ctx.Err(); err != nil {
+		return err
+	}
+	rs, err := p.Open(s.ctx)
+	if err != nil {
+		return fmt.Errorf("open part %d: %w", i, err)
+	}
+	defer func() {
+		if cerr := rs.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close part %d: %w", i, cerr)
+		}
+	}()
+	for {
+		rec, err := rs.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read part %d: %w", i, err)
+		}
+		if rec.NumRows() == 0 {
+			rec.Release()
+			continue
+		}
+		select {
+		case s.out <- rec:
+		case <-s.ctx.Done():
+			rec.Release()
+			return s.ctx.Err()
+		}
+	}
+}
+
+func (s *scanner) fail(err error) {
+	s.mu.Lock()
+	if s.mu.err == nil {
+		s.mu.err = err
+	}
+	s.mu.Unlock()
+	s.cancel()
+}
+
+func (s *scanner) err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.err
+}
+
+// next returns the next record, nil at the end of the scan. With wait false
+// it returns nil, nil at once when no record is ready.
+func (s *scanner) next(wait bool) (arrow.RecordBatch, error) {
+	if !wait {
+		select {
+		case rec, ok := <-s.out:
+			if !ok {
+				return nil, s.err()
+			}
+			return rec, nil
+		default:
+			return nil, nil
+		}
+	}
+	select {
+	case rec, ok := <-s.out:
+		if !ok {
+			return nil, s.err()
+		}
+		return rec, nil
+	case <-s.ctx.Done():
+		if err := s.err(); err != nil {
+			return nil, err
+		}
+		return nil, s.ctx.Err()
+	}
+}
+
+// stop cancels the readers, waits for them and releases records nobody
+// took. It is safe to call more than once.
+func (s *scanner) stop() {
+	s.cancel()
+	s.wg.Wait()
+	for rec := range s.out {
+		rec.Release()
+	}
+}

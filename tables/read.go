@@ -1,0 +1,301 @@
+package tables
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lakestream/lakestream/catalog"
+	"github.com/lakestream/lakestream/columnarlog"
+	"github.com/lakestream/lakestream/internal/arrowmsg"
+	"github.com/lakestream/lakestream/internal/scan"
+)
+
+// Range is the offsets [From, To) of one bucket that a read covers.
+type Range struct {
+	Bucket   int
+	From, To int64
+}
+
+// Snapshot captures, for every bucket, the offsets a read started now
+// covers: from the log start to the committed offset. Rows committed later
+// are not part of it.
+func (t *Table) Snapshot() []Range {
+	out := make([]Range, t.log.Buckets())
+	for b := range out {
+		st := t.log.Bucket(b).Stats()
+		out[b] = Range{Bucket: b, From: st.Start, To: st.Committed}
+	}
+	return out
+}
+
+// ReadBatches calls fn with each stored batch holding offsets of r, in
+// order. The batch is valid only during the call.
+func (t *Table) ReadBatches(ctx context.Context, r Range, fn func(columnarlog.Batch) error) error {
+	if r.From >= r.To {
+		return nil
+	}
+	rd, err := t.log.Bucket(r.Bucket).NewReader(r.From)
+	if err != nil {
+		return fmt.Errorf("read %s bucket %d: %w", t.Def().FullName(), r.Bucket, err)
+	}
+	defer rd.Close()
+	var buf []byte
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		batches, nbuf, err := rd.Next(buf[:0], 4<<20)
+		if err != nil {
+			return fmt.Errorf("read %s bucket %d: %w", t.Def().FullName(), r.Bucket, err)
+		}
+		buf = nbuf
+		if len(batches) == 0 {
+			return nil
+		}
+		for _, b := range batches {
+			if b.BaseOffset() >= r.To {
+				return nil
+			}
+			if b.NextOffset() <= r.From {
+				continue
+			}
+			if err := fn(b); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// Name is "db.table".
+func (t *Table) Name() string { return t.Def().FullName() }
+
+// Schema is the current schema.
+func (t *Table) Schema() *arrow.Schema { return t.Def().ArrowSchema() }
+
+// Plan captures a decoded scan of the log: one part per bucket.
+func (t *Table) Plan(ctx context.Context, req scan.Request) (scan.Plan, error) {
+	def := t.Def()
+	cols := req.Columns
+	if cols == nil {
+		cols = make([]int, len(def.Columns))
+		for i := range cols {
+			cols[i] = i
+		}
+	}
+	schema := def.ArrowSchema()
+	fields := make([]arrow.Field, len(cols))
+	for i, c := range cols {
+		if c < 0 || c >= schema.NumFields() {
+			return nil, fmt.Errorf("scan %s: column %d out of range", def.FullName(), c)
+		}
+		fields[i] = schema.Field(c)
+	}
+	p := &logPlan{t: t, def: def, cols: cols, schema: arrow.NewSchema(fields, nil)}
+	for _, r := range t.Snapshot() {
+		p.parts = append(p.parts, &logPart{plan: p, r: r})
+	}
+	return p, nil
+}
+
+type logPlan struct {
+	t      *Table
+	def    *catalog.Table
+	cols   []int
+	schema *arrow.Schema
+	parts  []scan.Part
+}
+
+func (p *logPlan) Schema() *arrow.Schema { return p.schema }
+func (p *logPlan) Parts() []scan.Part    { return p.parts }
+
+type logPart struct {
+	plan *logPlan
+	r    Range
+}
+
+// Open streams the part's batches, projected on the encoded bytes and then
+// decoded, from a goroutine that stops when the stream is closed.
+func (p *logPart) Open(ctx context.Context) (scan.RecordStream, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	s := &recordStream{ch: make(chan streamItem, 2), cancel: cancel}
+	go func() {
+		defer close(s.ch)
+		dec := newDecoder(p.plan.def, p.plan.cols, p.plan.t.mem)
+		defer dec.release()
+		err := p.plan.t.ReadBatches(ctx, p.r, func(b columnarlog.Batch) error {
+			rec, err := dec.decode(b)
+			if err != nil {
+				return err
+			}
+			select {
+			case s.ch <- streamItem{rec: rec}:
+				return nil
+			case <-ctx.Done():
+				rec.Release()
+				return ctx.Err()
+			}
+		})
+		if err != nil && !errors.Is(err, context.Canceled) {
+			select {
+			case s.ch <- streamItem{err: err}:
+			case <-ctx.Done():
+			}
+		}
+	}()
+	return s, nil
+}
+
+type streamItem struct {
+	rec arrow.RecordBatch
+	err error
+}
+
+type recordStream struct {
+	ch     chan streamItem
+	cancel context.CancelFunc
+}
+
+func (s *recordStream) Next() (arrow.RecordBatch, error) {
+	it, ok := <-s.ch
+	if !ok {
+		return nil, io.EOF
+	}
+	return it.rec, it.err
+}
+
+func (s *recordStream) Close() error {
+	s.cancel()
+	for it := range s.ch {
+		if it.rec != nil {
+			it.rec.Release()
+		}
+	}
+	return nil
+}
+
+// decoder turns stored batches into records of the projected current
+// schema. Batches written under an older schema version lack the columns
+// added since; those come back as nulls.
+type decoder struct {
+	def  *catalog.Table
+	cols []int
+	mem  memory.Allocator
+}
+
+func newDecoder(def *catalog.Table, cols []int, mem memory.Allocator) *decoder {
+	return &decoder{def: def, cols: cols, mem: mem}
+}
+
+func (d *decoder) release() {}
+
+func (d *decoder) decode(b columnarlog.Batch) (arrow.RecordBatch, error) {
+	batchSchema, err := d.def.ArrowSchemaAt(b.SchemaID())
+	if err != nil {
+		return nil, fmt.Errorf("batch at offset %d: %w", b.BaseOffset(), err)
+	}
+	msg, err := b.ArrowMessage()
+	if err != nil {
+		return nil, err
+	}
+	meta, body, err := arrowmsg.SplitMessage(msg)
+	if err != nil {
+		return nil, err
+	}
+	// Keep the wanted columns the batch has; the rest are added as nulls.
+	var present []int
+	for _, c := range d.cols {
+		if c < batchSchema.NumFields() {
+			present = append(present, c)
+		}
+	}
+	meta, body, err = arrowmsg.Project(batchSchema, present, meta, body)
+	if err != nil {
+		return nil, err
+	}
+	if b.Codec() == columnarlog.CodecNone {
+		// Decoded arrays point into an uncompressed body; the read buffer
+		// under it is reused, so they get their own copy.
+		body = bytes.Clone(body)
+	}
+	fields := make([]arrow.Field, len(present))
+	for i, c := range present {
+		fields[i] = batchSchema.Field(c)
+	}
+	rec, err := DecodeMessage(arrow.NewSchema(fields, nil), meta, body, d.mem)
+	if err != nil {
+		return nil, fmt.Errorf("decode batch at offset %d: %w", b.BaseOffset(), err)
+	}
+	if len(present) == len(d.cols) {
+		return rec, nil
+	}
+	defer rec.Release()
+	cur := d.def.ArrowSchema()
+	cols := make([]arrow.Array, len(d.cols))
+	out := make([]arrow.Field, len(d.cols))
+	for i, c := range d.cols {
+		out[i] = cur.Field(c)
+		if i < len(present) {
+			cols[i] = rec.Column(i)
+			cols[i].Retain()
+		} else {
+			cols[i] = array.MakeArrayOfNull(d.mem, cur.Field(c).Type, int(rec.NumRows()))
+		}
+	}
+	defer func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}()
+	return array.NewRecordBatch(arrow.NewSchema(out, nil), cols, rec.NumRows()), nil
+}
+
+// DecodeMessage decodes one Arrow IPC RecordBatch message (flatbuffer and
+// body) of the given schema.
+func DecodeMessage(schema *arrow.Schema, meta, body []byte, mem memory.Allocator) (arrow.RecordBatch, error) {
+	src := &oneMessage{schema: ipc.GetSchemaPayload(schema, mem), meta: meta, body: body}
+	defer src.schema.Release()
+	rdr, err := ipc.NewReaderFromMessageReader(src, ipc.WithAllocator(mem))
+	if err != nil {
+		return nil, err
+	}
+	defer rdr.Release()
+	if !rdr.Next() {
+		if err := rdr.Err(); err != nil {
+			return nil, err
+		}
+		return nil, errors.New("no record in message")
+	}
+	rec := rdr.RecordBatch()
+	rec.Retain()
+	return rec, nil
+}
+
+// oneMessage feeds an ipc reader a schema message, then one record batch.
+type oneMessage struct {
+	schema ipc.Payload
+	meta   []byte
+	body   []byte
+	step   int
+}
+
+func (m *oneMessage) Message() (*ipc.Message, error) {
+	m.step++
+	switch m.step {
+	case 1:
+		return ipc.NewMessage(m.schema.Meta(), memory.NewBufferBytes(nil)), nil
+	case 2:
+		return ipc.NewMessage(memory.NewBufferBytes(m.meta), memory.NewBufferBytes(m.body)), nil
+	}
+	return nil, io.EOF
+}
+
+func (m *oneMessage) Retain()  {}
+func (m *oneMessage) Release() {}

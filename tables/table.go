@@ -1,0 +1,200 @@
+package tables
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lakestream/lakestream/catalog"
+	"github.com/lakestream/lakestream/columnarlog"
+	"github.com/lakestream/lakestream/internal/arrowmsg"
+	"github.com/lakestream/lakestream/internal/bucket"
+)
+
+// Table is an open table: its definition and its bucket logs.
+type Table struct {
+	def   atomic.Pointer[catalog.Table]
+	log   *columnarlog.TableLog
+	mem   memory.Allocator
+	rr    atomic.Uint64 // round-robin bucket of the next keyless batch
+	limit Limits
+}
+
+// Limits bound what one write may carry.
+type Limits struct {
+	// MaxWriteBytes is the largest Arrow payload of one atomic write; a
+	// larger ingest is committed in several writes. Default 256 MiB.
+	MaxWriteBytes int64
+}
+
+// Def is the table's current definition.
+func (t *Table) Def() *catalog.Table { return t.def.Load() }
+
+// Log is the table's bucket logs.
+func (t *Table) Log() *columnarlog.TableLog { return t.log }
+
+// Conform checks rec against the table's current schema and returns it as a
+// record of that schema (see conform). The caller releases the result.
+func (t *Table) Conform(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+	def := t.Def()
+	return conform(def.FullName(), def.ArrowSchema(), rec, t.mem)
+}
+
+// Write appends records, already conformed to the current schema, as one
+// atomic write: after a crash all of their rows are there or none. It
+// returns once the rows are durable and visible.
+func (t *Table) Write(ctx context.Context, recs []arrow.RecordBatch) (int64, error) {
+	def := t.Def()
+	parts, rows, err := t.encode(ctx, def, recs)
+	if err != nil {
+		return 0, err
+	}
+	if rows == 0 {
+		return 0, nil
+	}
+	if _, err := t.log.Append(parts); err != nil {
+		return 0, fmt.Errorf("write to %s: %w", def.FullName(), err)
+	}
+	return rows, nil
+}
+
+// encode splits the records by bucket and encodes each piece as a log
+// batch, compressing in parallel.
+func (t *Table) encode(ctx context.Context, def *catalog.Table, recs []arrow.RecordBatch) ([][]columnarlog.Batch, int64, error) {
+	n := t.log.Buckets()
+	type job struct {
+		bucket int
+		rec    arrow.RecordBatch
+	}
+	var jobs []job
+	var rows int64
+	defer func() {
+		for _, j := range jobs {
+			j.rec.Release()
+		}
+	}()
+	var assigner *bucket.Assigner
+	if keys := def.BucketKeyIndexes(); len(keys) > 0 && n > 1 {
+		a, err := bucket.NewAssigner(def.ArrowSchema(), keys, n)
+		if err != nil {
+			return nil, 0, fmt.Errorf("table %s: %w", def.FullName(), err)
+		}
+		assigner = a
+	}
+	var ids []int32
+	for _, rec := range recs {
+		if rec.NumRows() == 0 {
+			continue
+		}
+		rows += rec.NumRows()
+		if assigner == nil {
+			rec.Retain()
+			jobs = append(jobs, job{int(t.rr.Add(1) % uint64(n)), rec})
+			continue
+		}
+		ids = assigner.Assign(rec, ids[:0])
+		split, err := bucket.Split(rec, ids, n, t.mem)
+		if err != nil {
+			return nil, 0, fmt.Errorf("table %s: split by bucket: %w", def.FullName(), err)
+		}
+		for b, r := range split {
+			if r != nil {
+				jobs = append(jobs, job{b, r})
+			}
+		}
+	}
+	batches := make([]columnarlog.Batch, len(jobs))
+	codec := codecOf(def.Options.LogCompression)
+	err := parallel(ctx, len(jobs), func(i int) error {
+		b, err := encodeBatch(jobs[i].rec, def.SchemaID, codec, t.mem)
+		batches[i] = b
+		return err
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("table %s: encode: %w", def.FullName(), err)
+	}
+	parts := make([][]columnarlog.Batch, n)
+	for i, j := range jobs {
+		parts[j.bucket] = append(parts[j.bucket], batches[i])
+	}
+	return parts, rows, nil
+}
+
+func codecOf(c catalog.Compression) arrowmsg.Codec {
+	switch c {
+	case catalog.CompressionLZ4:
+		return arrowmsg.CodecLZ4
+	case catalog.CompressionNone:
+		return arrowmsg.CodecNone
+	}
+	return arrowmsg.CodecZstd
+}
+
+// encodeBatch compresses rec once, into a log batch.
+func encodeBatch(rec arrow.RecordBatch, schemaID int32, codec arrowmsg.Codec, mem memory.Allocator) (columnarlog.Batch, error) {
+	if rec.NumRows() > 1<<31-1 {
+		return nil, fmt.Errorf("%d rows in one record, over the 2^31-1 limit", rec.NumRows())
+	}
+	buf, start := columnarlog.StartBatch(nil)
+	buf, err := arrowmsg.AppendRecordBatch(buf, rec, codec, mem)
+	if err != nil {
+		return nil, err
+	}
+	return columnarlog.FinishBatch(buf[start:], columnarlog.Header{
+		Attributes:  int16(codec) & columnarlog.AttrCodecMask,
+		SchemaID:    schemaID,
+		RecordCount: int32(rec.NumRows()),
+	})
+}
+
+// parallel runs fn(0..n-1) on up to GOMAXPROCS goroutines and returns the
+// first error.
+func parallel(ctx context.Context, n int, fn func(i int) error) error {
+	if n == 1 {
+		return fn(0)
+	}
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for range min(n, runtime.GOMAXPROCS(0)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := fn(i); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(errs) == 0 {
+		return ctx.Err()
+	}
+	return errors.Join(errs...)
+}
+
+// Limits are the table's write limits.
+func (t *Table) Limits() Limits { return t.limit }
+
+// DecodeBatch decodes a stored batch into a record of the current schema's
+// columns cols; columns added after the batch was written are nulls.
+func (t *Table) DecodeBatch(b columnarlog.Batch, cols []int) (arrow.RecordBatch, error) {
+	return newDecoder(t.Def(), cols, t.mem).decode(b)
+}
