@@ -146,14 +146,9 @@ func recordBytes(rec arrow.RecordBatch) int64 {
 // metadata is the row count as a decimal string.
 func (s *Server) doPutPath(cs *checkedStream, path []string) error {
 	ctx := cs.Context()
-	var db, name string
-	switch len(path) {
-	case 1:
-		name = path[0]
-	case 2:
-		db, name = path[0], path[1]
-	default:
-		return fmt.Errorf("%w: descriptor path %q: want [table] or [database, table]", errInvalid, path)
+	db, name, err := pathTable(path)
+	if err != nil {
+		return err
 	}
 	t, err := s.store.Get(ctx, db, name)
 	if err != nil {

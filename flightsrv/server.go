@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/lakestream/lakestream/internal/scan"
+	"github.com/lakestream/lakestream/planner"
 	"github.com/lakestream/lakestream/tables"
 )
 
@@ -160,4 +161,30 @@ func (w *service) DoPut(stream flight.FlightService_DoPutServer) error {
 		return w.s.doPutPath(cs, d.GetPath())
 	}
 	return w.FlightServer.DoPut(cs)
+}
+
+// GetFlightInfo answers a PATH descriptor ([table] or [database, table])
+// with a scan of the whole table, for plain Flight clients; commands go to
+// the Flight SQL router.
+func (w *service) GetFlightInfo(ctx context.Context, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	if desc.GetType() != flight.DescriptorPATH {
+		return w.FlightServer.GetFlightInfo(ctx, desc)
+	}
+	db, name, err := pathTable(desc.GetPath())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	info, err := w.s.scanInfo(ctx, &planner.PlainScan{DB: db, Table: name}, desc)
+	return info, toStatus(err)
+}
+
+// pathTable reads a descriptor path: [table] or [database, table].
+func pathTable(path []string) (db, name string, err error) {
+	switch len(path) {
+	case 1:
+		return "", path[0], nil
+	case 2:
+		return path[0], path[1], nil
+	}
+	return "", "", fmt.Errorf("%w: descriptor path %q: want [table] or [database, table]", errInvalid, path)
 }

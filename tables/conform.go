@@ -1,6 +1,7 @@
 package tables
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -100,7 +101,7 @@ func conformColumn(f arrow.Field, col arrow.Array, mem memory.Allocator) (arrow.
 	if !safeCast(col.DataType(), f.Type) {
 		return nil, fmt.Errorf("got %s, the table has %s; no safe conversion", col.DataType(), f.Type)
 	}
-	out, err := compute.CastArray(compute.WithAllocator(nil, mem), col, compute.SafeCastOptions(f.Type))
+	out, err := compute.CastArray(compute.WithAllocator(context.Background(), mem), col, compute.SafeCastOptions(f.Type))
 	if err != nil {
 		return nil, fmt.Errorf("converting %s to %s: %v", col.DataType(), f.Type, err)
 	}

@@ -1,0 +1,54 @@
+# Lakestream. `make run` starts a node on the embedded defaults; `make test`
+# runs every test, the Python client interop tests included. Everything they
+# need is installed here: Go modules, and a Python virtualenv with pinned
+# client packages in .venv.
+
+GO      ?= go
+PYTHON  ?= python3
+VENV    := .venv
+PY      := $(VENV)/bin/python
+BIN     := bin/lakestream
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+
+# Packages whose tests run with the race detector: the log, the server and
+# everything concurrent under them.
+RACE_PKGS := ./columnarlog/... ./tables/... ./flightsrv/... ./internal/... ./catalog/... ./node/... ./planner
+
+.PHONY: all build run test test-go test-race test-py bench venv fmt vet clean
+
+all: build
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/lakestream
+
+run: build
+	./$(BIN) serve
+
+test: vet test-go test-py
+
+vet:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt wants changes in:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+test-go:
+	$(GO) test -race -count=1 $(RACE_PKGS)
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /columnarlog -e /tables -e /flightsrv -e /internal/ -e /catalog -e /node -e '/planner$$')
+
+test-py: venv build
+	LAKESTREAM_BIN=$(CURDIR)/$(BIN) $(PY) -m pytest -q -p no:cacheprovider tests/interop
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: tests/requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r tests/requirements.txt
+	touch $@
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./columnarlog/ ./flightsrv/ ./internal/arrowmsg/
+
+clean:
+	rm -rf bin $(VENV)
