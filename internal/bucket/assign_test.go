@@ -9,7 +9,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -297,6 +299,32 @@ func TestAssignReusesOut(t *testing.T) {
 	if allocs := testing.AllocsPerRun(20, func() { a.Assign(rec, buf) }); allocs != 0 {
 		t.Errorf("Assign of a single-column key allocates %v times", allocs)
 	}
+}
+
+// TestAssignConcurrent shares one Assigner between goroutines, as a table's
+// writers do; it is for the race detector.
+func TestAssignConcurrent(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rec := randomBatch(t, mem, rand.New(rand.NewPCG(2, 2)), 200)
+	defer rec.Release()
+	a, err := NewAssigner(rec.Schema(), []int{3, 17}, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := a.Assign(rec, nil)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 20 {
+				if got := a.Assign(rec, nil); !slices.Equal(got, want) {
+					t.Error("concurrent Assign disagrees")
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func TestRefusedTypes(t *testing.T) {

@@ -328,6 +328,18 @@ func TestStream(t *testing.T) {
 	}
 }
 
+func TestHashLongIsMurmur3(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	var b [8]byte
+	for range 10000 {
+		v := int64(r.Uint64()) >> r.IntN(64)
+		binary.LittleEndian.PutUint64(b[:], uint64(v))
+		if got, want := hashLong(v), murmur3.SeedSum32(0, b[:]); got != want {
+			t.Fatalf("hashLong(%d) = %d, murmur3 %d", v, got, want)
+		}
+	}
+}
+
 func TestFloorToMicros(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)

@@ -18,8 +18,20 @@ import (
 // bucket, that entry is rec itself, retained, and nothing is copied: the
 // common case for a writer that batches by key.
 //
-// Each bucket's batch is built by arrow-go's compute Take with that bucket's
-// row indices, into buffers of its own from mem.
+// Each bucket's batch has buffers of its own, allocated from mem, so a part
+// that a log writer holds on to keeps no other bucket's rows alive. The rows
+// are grouped by a counting sort, then each column is copied by gather (in
+// gather.go) for fixed-width, boolean, string and binary columns, and by
+// arrow-go's compute Take for the rest.
+//
+// Measured on 64k-row (int64, float64, string, timestamp) batches
+// (BenchmarkSplit, 2 vCPUs): this way ran at 22-24M rows/s for 16 buckets
+// and 17-18M for 128. Two ways were rejected. compute Take for every column
+// ran 2.2x slower at 16 buckets and 3.2x at 128, mostly growing its string
+// buffer row by row. One gather by the whole bucket-ordered permutation plus
+// a zero-copy slice per bucket ran about 1.25x faster, but its parts share
+// one set of buffers, so a bucket that is slow to flush would pin every
+// other bucket's rows.
 func Split(rec arrow.RecordBatch, buckets []int32, n int, mem memory.Allocator) ([]arrow.RecordBatch, error) {
 	rows := int(rec.NumRows())
 	if len(buckets) != rows {
@@ -28,23 +40,21 @@ func Split(rec arrow.RecordBatch, buckets []int32, n int, mem memory.Allocator) 
 	if n < 1 || rows > math.MaxInt32 {
 		return nil, fmt.Errorf("split: %d rows into %d buckets is out of range", rows, n)
 	}
+	out := make([]arrow.RecordBatch, n)
+	if rows == 0 {
+		return out, nil
+	}
+	if b, ok := single(buckets); ok && b >= 0 && int(b) < n {
+		rec.Retain()
+		out[b] = rec
+		return out, nil
+	}
 	counts := make([]int, n)
 	for i, b := range buckets {
 		if b < 0 || int(b) >= n {
 			return nil, fmt.Errorf("split: row %d has bucket %d, want [0, %d)", i, b, n)
 		}
 		counts[b]++
-	}
-	out := make([]arrow.RecordBatch, n)
-	for b, c := range counts {
-		if c == rows && rows > 0 {
-			rec.Retain()
-			out[b] = rec
-			return out, nil
-		}
-	}
-	if rows == 0 {
-		return out, nil
 	}
 	idx, starts := groupRows(buckets, counts)
 	ctx := compute.WithAllocator(context.Background(), mem)
@@ -60,6 +70,19 @@ func Split(rec arrow.RecordBatch, buckets []int32, n int, mem memory.Allocator) 
 		out[b] = part
 	}
 	return out, nil
+}
+
+// single reports whether every entry of buckets (not empty) is the same. It
+// runs before counting, whose counts[b]++ chain costs several times more per
+// row when every row hits the same counter.
+func single(buckets []int32) (int32, bool) {
+	first := buckets[0]
+	for _, b := range buckets {
+		if b != first {
+			return 0, false
+		}
+	}
+	return first, true
 }
 
 // groupRows orders the row numbers by bucket, keeping their order within a
@@ -92,11 +115,16 @@ func take(ctx context.Context, rec arrow.RecordBatch, idx []int32) (arrow.Record
 			}
 		}
 	}()
+	mem := compute.GetAllocator(ctx)
 	for j, col := range rec.Columns() {
+		if c, ok := gather(col, idx, mem); ok {
+			cols[j] = c
+			continue
+		}
 		// Bounds were checked when the indices were built.
 		c, err := compute.TakeArrayOpts(ctx, col, indices, compute.TakeOptions{BoundsCheck: false})
 		if errors.Is(err, arrow.ErrNotImplemented) {
-			c, err = gatherRuns(col, idx, compute.GetAllocator(ctx))
+			c, err = gatherRuns(col, idx, mem)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("take column %d (%s): %w", j, col.DataType(), err)
@@ -107,10 +135,10 @@ func take(ctx context.Context, rec arrow.RecordBatch, idx []int32) (arrow.Record
 }
 
 // gatherRuns builds the rows idx of col by concatenating slices of col, one
-// per run of consecutive rows. It is the fallback for the types Take has no
-// kernel for (in arrow-go v18.8: string_view, binary_view, decimal32,
-// decimal64); it allocates per run, so it is slow for scattered rows, which
-// is acceptable for types that tables rarely hold.
+// per run of consecutive rows. It is the fallback for the types neither
+// gather nor Take handles (in arrow-go v18.8, string_view and binary_view);
+// it allocates per run, so it is slow for scattered rows, which is
+// acceptable for types that tables rarely hold.
 func gatherRuns(col arrow.Array, idx []int32, mem memory.Allocator) (arrow.Array, error) {
 	var runs []arrow.Array
 	defer func() {

@@ -40,11 +40,55 @@ func checkSplit(t *testing.T, rec arrow.RecordBatch, buckets []int32, parts []ar
 	}
 }
 
+// withOtherColumns adds to rec columns of types no key can have, which Split
+// must carry all the same: float64 and bool (gathered), a list, a struct and
+// a dictionary (taken by compute).
+func withOtherColumns(t *testing.T, mem memory.Allocator, r *rand.Rand, rec arrow.RecordBatch) arrow.RecordBatch {
+	rows := int(rec.NumRows())
+	fields := []arrow.Field{
+		{Name: "f64", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+		{Name: "bool", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+		{Name: "list", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64), Nullable: true},
+		{Name: "struct", Type: arrow.StructOf(arrow.Field{Name: "a", Type: arrow.BinaryTypes.String, Nullable: true}), Nullable: true},
+		{Name: "dict", Type: &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int16, ValueType: arrow.BinaryTypes.String}, Nullable: true},
+	}
+	b := array.NewRecordBuilder(mem, arrow.NewSchema(fields, nil))
+	defer b.Release()
+	for range rows {
+		if r.IntN(8) == 0 {
+			for _, fb := range b.Fields() {
+				fb.AppendNull()
+			}
+			continue
+		}
+		b.Field(0).(*array.Float64Builder).Append(r.NormFloat64())
+		b.Field(1).(*array.BooleanBuilder).Append(r.IntN(2) == 0)
+		lb := b.Field(2).(*array.ListBuilder)
+		lb.Append(true)
+		for range r.IntN(4) {
+			lb.ValueBuilder().(*array.Int64Builder).Append(r.Int64())
+		}
+		sb := b.Field(3).(*array.StructBuilder)
+		sb.Append(true)
+		sb.FieldBuilder(0).(*array.StringBuilder).Append(strings.Repeat("s", r.IntN(5)))
+		if err := b.Field(4).(*array.BinaryDictionaryBuilder).AppendString([]string{"x", "y", "z"}[r.IntN(3)]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := b.NewRecordBatch()
+	defer other.Release()
+	cols := append(rec.Columns(), other.Columns()...)
+	schemaFields := append(rec.Schema().Fields(), fields...)
+	return array.NewRecordBatch(arrow.NewSchema(schemaFields, nil), cols, int64(rows))
+}
+
 func TestSplit(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	r := rand.New(rand.NewPCG(7, 8))
-	rec := randomBatch(t, mem, r, 500)
+	keys := randomBatch(t, mem, r, 500)
+	rec := withOtherColumns(t, mem, r, keys)
+	keys.Release()
 	defer rec.Release()
 	sliced := rec.NewSlice(13, 400)
 	defer sliced.Release()
@@ -114,6 +158,7 @@ func TestSplitErrors(t *testing.T) {
 		{[]int32{0, 1, 2}, 2, "row 2 has bucket 2"},
 		{[]int32{0, -1, 0}, 2, "row 1 has bucket -1"},
 		{[]int32{0, 0, 0}, 0, "out of range"},
+		{[]int32{5, 5, 5}, 2, "row 0 has bucket 5"},
 	}
 	for _, c := range cases {
 		parts, err := Split(rec, c.buckets, c.n, mem)

@@ -40,6 +40,8 @@ func (m *MemFS) CrashClone(opts CrashOptions) *MemFS {
 	if opts.TornGarbage && (!opts.KeepUnsynced || opts.Rand == nil) {
 		panic("vfs: CrashOptions.TornGarbage needs KeepUnsynced and Rand")
 	}
+	m.crash.Lock()
+	defer m.crash.Unlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := NewMem()

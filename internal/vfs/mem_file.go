@@ -35,6 +35,8 @@ func (f *memFile) Write(p []byte) (int, error) {
 	if !f.writable {
 		return 0, pathErr("write", f.name, syscall.EBADF)
 	}
+	f.fs.crash.RLock()
+	defer f.fs.crash.RUnlock()
 	n := f.n
 	n.mu.Lock()
 	n.mu.data = append(n.mu.data, p...)
@@ -68,6 +70,8 @@ func (f *memFile) Sync() error {
 	if err := f.guard(OpSync); err != nil {
 		return err
 	}
+	f.fs.crash.RLock()
+	defer f.fs.crash.RUnlock()
 	n := f.n
 	n.mu.Lock()
 	n.mu.synced = n.mu.data
@@ -86,6 +90,8 @@ func (f *memFile) Truncate(size int64) error {
 	if size < 0 {
 		return pathErr("truncate", f.name, syscall.EINVAL)
 	}
+	f.fs.crash.RLock()
+	defer f.fs.crash.RUnlock()
 	n := f.n
 	n.mu.Lock()
 	defer n.mu.Unlock()

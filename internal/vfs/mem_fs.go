@@ -30,6 +30,10 @@ import (
 // keeps no times: ModTime is always zero, so tests are deterministic.
 type MemFS struct {
 	inject injector
+	// crash makes CrashClone an instant: file writes, syncs and truncates
+	// hold it shared, CrashClone exclusively, so a clone never sees one
+	// file synced after another was copied.
+	crash sync.RWMutex
 	// mu guards the namespace: the children and durable maps of every
 	// directory. File contents have their own lock (memNode.mu); the lock
 	// order is MemFS.mu, then memNode.mu.

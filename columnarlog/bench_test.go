@@ -1,0 +1,97 @@
+package columnarlog
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/lakestream/lakestream/internal/vfs"
+)
+
+// BenchmarkAppend measures durable appends on the real filesystem with 1 MiB
+// batches, alone and with concurrent appenders sharing fsyncs.
+func BenchmarkAppend(b *testing.B) {
+	for _, tc := range []struct {
+		name    string
+		sync    SyncPolicy
+		writers int
+	}{
+		{"fsync/1writer", SyncAlways, 1},
+		{"fsync/8writers", SyncAlways, 8},
+		{"nosync/1writer", SyncNever, 1},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			l := mustOpen(b, b.TempDir(), Options{Sync: tc.sync})
+			defer l.Close()
+			batch := payload(b, 1, 65536, 1<<20)
+			b.SetBytes(int64(len(batch)))
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			per := (b.N + tc.writers - 1) / tc.writers
+			for w := 0; w < tc.writers; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					own := append(Batch(nil), batch...)
+					for i := 0; i < per; i++ {
+						if _, err := l.Append(own); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+		})
+	}
+}
+
+// BenchmarkScan measures reading stored batches back, from the page cache
+// (real filesystem) and from memory.
+func BenchmarkScan(b *testing.B) {
+	for _, fsName := range []string{"os", "mem"} {
+		for _, size := range []int{64 << 10, 1 << 20} {
+			b.Run(fmt.Sprintf("%s/batch=%dKiB", fsName, size>>10), func(b *testing.B) {
+				opts := Options{Sync: SyncNever}
+				dir := b.TempDir()
+				if fsName == "mem" {
+					opts.FS, dir = vfs.NewMem(), "/log"
+				}
+				l := mustOpen(b, dir, opts)
+				defer l.Close()
+				const total = 256 << 20
+				for i := 0; i < total/size; i++ {
+					if _, err := l.Append(payload(b, int64(i), 1000, size)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				st := l.Stats()
+				b.SetBytes(st.Bytes)
+				b.ResetTimer()
+				var buf []byte
+				for i := 0; i < b.N; i++ {
+					r, err := l.NewReader(0)
+					if err != nil {
+						b.Fatal(err)
+					}
+					n := 0
+					for {
+						bs, nb, err := r.Next(buf[:0], 4<<20)
+						if err != nil {
+							b.Fatal(err)
+						}
+						buf = nb
+						if len(bs) == 0 {
+							break
+						}
+						n += len(bs)
+					}
+					r.Close()
+					if n != total/size {
+						b.Fatalf("read %d batches, want %d", n, total/size)
+					}
+				}
+			})
+		}
+	}
+}
