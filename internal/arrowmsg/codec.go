@@ -1,11 +1,6 @@
 package arrowmsg
 
-import (
-	"fmt"
-
-	"github.com/apache/arrow-go/v18/arrow/ipc"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-)
+import "fmt"
 
 // Codec is the body compression of a record batch message.
 //
@@ -65,17 +60,11 @@ func (c Codec) fb() int8 {
 	return fbCodecLZ4Frame
 }
 
-// ipcOptions returns the arrow-go writer options that produce codec.
-func (c Codec) ipcOptions(mem memory.Allocator) ([]ipc.Option, error) {
-	opts := []ipc.Option{ipc.WithAllocator(mem)}
+// check reports whether c is one of the codecs above.
+func (c Codec) check() error {
 	switch c {
-	case CodecNone:
-	case CodecLZ4:
-		opts = append(opts, ipc.WithLZ4())
-	case CodecZstd:
-		opts = append(opts, ipc.WithZstd())
-	default:
-		return nil, fmt.Errorf("codec %d is unknown", int8(c))
+	case CodecNone, CodecLZ4, CodecZstd:
+		return nil
 	}
-	return opts, nil
+	return fmt.Errorf("codec %d is unknown", int8(c))
 }

@@ -46,9 +46,15 @@
 //	              bytes that follow are stored uncompressed
 //	8       n-8   LZ4 frame or Zstandard frame
 //
+// An empty buffer stays empty, without the prefix. AppendRecordBatch
+// writes Zstandard frames without a checksum and LZ4 frames of 64 KiB
+// independent blocks without a content checksum, as Arrow C++ does, and
+// stores a buffer as is (-1) when its frame would be no smaller.
+//
 // # What this package must not import
 //
 // arrowmsg is a format package at the bottom of the import graph: it imports
-// the standard library, arrow-go and flatbuffers, and no other Lakestream
-// package.
+// the standard library, arrow-go, flatbuffers and the two compressors
+// arrow-go itself uses (klauspost/compress/zstd, pierrec/lz4), and no other
+// Lakestream package.
 package arrowmsg

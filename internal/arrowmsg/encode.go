@@ -17,28 +17,41 @@ import (
 //
 // Columns must be of types Layout supports: no dictionaries, so a batch
 // never depends on a dictionary message. On error dst is returned
-// unchanged.
+// unchanged. It is safe for concurrent use; one call runs on one
+// goroutine, as callers already encode several batches in parallel.
 //
-// Encoding is left to arrow-go's ipc.GetRecordBatchPayload rather than
-// written here: it is the decoder's own writer, so what it emits is what the
-// readers expect, and this package only frames it.
+// Laying out the buffers is left to arrow-go's ipc.GetRecordBatchPayload:
+// it is the decoder's own writer, so the uncompressed layout is what the
+// readers expect. Compression is done here instead (see encoder), with
+// pooled compressors: arrow-go builds a new one for every call, with an
+// 8 MiB zstd window, which cost 27 to 32 MB of garbage per 65,536-row batch
+// and a third of the zstd time on event rows. What remains is the
+// compressors' own speed (BenchmarkAppendEvents).
 func AppendRecordBatch(dst []byte, rec arrow.RecordBatch, codec Codec, mem memory.Allocator) ([]byte, error) {
+	return appendRecordBatch(dst, rec, bodyCodec{codec: codec, zstdLevel: defaultZstdLevel}, mem)
+}
+
+func appendRecordBatch(dst []byte, rec arrow.RecordBatch, c bodyCodec, mem memory.Allocator) ([]byte, error) {
 	if err := checkSchema(rec.Schema()); err != nil {
+		return dst, fmt.Errorf("append record batch: %w", err)
+	}
+	if err := c.codec.check(); err != nil {
 		return dst, fmt.Errorf("append record batch: %w", err)
 	}
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
-	opts, err := codec.ipcOptions(mem)
-	if err != nil {
-		return dst, fmt.Errorf("append record batch: %w", err)
-	}
-	payload, err := ipc.GetRecordBatchPayload(rec, opts...)
+	payload, err := ipc.GetRecordBatchPayload(rec, ipc.WithAllocator(mem))
 	if err != nil {
 		return dst, fmt.Errorf("append record batch: encode: %w", err)
 	}
 	defer payload.Release()
-	out, err := appendPayload(dst, &payload)
+	var out []byte
+	if c.codec == CodecNone {
+		out, err = appendPayload(dst, &payload)
+	} else {
+		out, err = appendCompressedPayload(dst, &payload, c)
+	}
 	if err != nil {
 		return dst, fmt.Errorf("append record batch: %w", err)
 	}
@@ -75,4 +88,62 @@ func appendPayload(dst []byte, p *ipc.Payload) ([]byte, error) {
 		return dst, fmt.Errorf("write body: wrote %d bytes, metadata claims %d", got, hdr.BodyLength)
 	}
 	return w.b, nil
+}
+
+// appendCompressedPayload compresses the uncompressed payload's body
+// buffers one by one into pooled scratch, then appends a new Message
+// flatbuffer, built here with the compressed layout and a BodyCompression
+// table, and the body.
+//
+// The body goes through scratch, rather than straight into dst with room
+// left for the metadata, because callers keep the returned slice: dst
+// would have to be grown to the uncompressed size up front, leaving the
+// stored message with up to three times the capacity it needs. The extra
+// copy of the compressed bytes runs at over 10 GB/s against 100 to
+// 400 MB/s of compression: 1 to 4% of the call.
+func appendCompressedPayload(dst []byte, p *ipc.Payload, c bodyCodec) ([]byte, error) {
+	meta := p.Meta()
+	defer meta.Release()
+	hdr, err := ParseRecordBatch(meta.Bytes())
+	if err != nil {
+		return dst, err
+	}
+	if err := checkBodyLayout(hdr); err != nil {
+		return dst, err
+	}
+	e := getEncoder(c, hdr.Buffers, hdr.BodyLength)
+	defer putEncoder(e)
+	if err := p.SerializeBody(e); err != nil {
+		return dst, fmt.Errorf("compress body: %w", err)
+	}
+	if err := e.finish(hdr.BodyLength); err != nil {
+		return dst, fmt.Errorf("compress body: %w", err)
+	}
+	hdr.Codec, hdr.Buffers, hdr.BodyLength = c.codec, e.bufs, int64(len(e.body))
+	e.fb.Reset()
+	newMeta := buildMessage(e.fb, hdr)
+	out := slices.Grow(dst, prefixSize+int(align8(int64(len(newMeta))))+len(e.body))
+	out, err = appendFrame(out, newMeta)
+	if err != nil {
+		return dst, err
+	}
+	return append(out, e.body...), nil
+}
+
+// checkBodyLayout checks that arrow-go's uncompressed buffers are in order,
+// do not overlap and lie inside the body, which the encoder's cursor
+// relies on.
+func checkBodyLayout(hdr *RecordBatchHeader) error {
+	if hdr.Codec != CodecNone {
+		return fmt.Errorf("arrow-go compressed the body it was asked not to")
+	}
+	var end int64
+	for i, b := range hdr.Buffers {
+		if b.Offset < end || b.Length < 0 || b.Length > hdr.BodyLength-b.Offset {
+			return fmt.Errorf("arrow-go laid out buffer %d at offset %d, length %d: out of order or outside the %d-byte body",
+				i, b.Offset, b.Length, hdr.BodyLength)
+		}
+		end = b.Offset + b.Length
+	}
+	return nil
 }

@@ -91,6 +91,14 @@ func (t fbTable) int16Field(id int, def int16) (int16, error) {
 	return t.t.GetInt16(flatbuffers.UOffsetT(pos)), nil
 }
 
+func (t fbTable) uint8Field(id int, def uint8) (uint8, error) {
+	pos, ok, err := t.field(id, 1)
+	if err != nil || !ok {
+		return def, err
+	}
+	return t.t.GetUint8(flatbuffers.UOffsetT(pos)), nil
+}
+
 func (t fbTable) int8Field(id int, def int8) (int8, error) {
 	pos, ok, err := t.field(id, 1)
 	if err != nil || !ok {

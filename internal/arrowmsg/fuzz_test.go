@@ -83,6 +83,7 @@ func FuzzValidate(f *testing.F) {
 		if hdr, err := parseRecordBatch(data); err == nil {
 			_ = validateHeader(schema, spans, hdr, nil, lim)
 		}
+		_, _ = messageKind(data)
 		meta, body, err := SplitMessage(data)
 		if err != nil {
 			return

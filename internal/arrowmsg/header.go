@@ -114,12 +114,12 @@ func parseMessage(msg fbTable, hdr *RecordBatchHeader) (fbTable, error) {
 	if hdr.Version != metadataV4 && hdr.Version != metadataV5 {
 		return fbTable{}, unsupported("metadata version %d is not V4 or V5", hdr.Version)
 	}
-	kind, err := msg.int8Field(msgHeaderType, 0)
+	kind, err := msg.uint8Field(msgHeaderType, 0) // a union tag: ubyte
 	if err != nil {
 		return fbTable{}, err
 	}
 	if kind != headerRecordBatch {
-		return fbTable{}, malformed("message header has type %d, not a record batch (%d)", uint8(kind), headerRecordBatch)
+		return fbTable{}, malformed("message header has type %d, not a record batch (%d)", kind, headerRecordBatch)
 	}
 	if hdr.BodyLength, err = msg.int64Field(msgBodyLength, 0); err != nil {
 		return fbTable{}, err
