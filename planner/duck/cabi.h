@@ -59,12 +59,14 @@ void *duckdb_to_arrow_schema(void *arrow_options, void **types, const char **nam
                              struct ArrowSchema *out_schema);
 // duckdb_error_data duckdb_data_chunk_to_arrow(duckdb_arrow_options, duckdb_data_chunk, struct ArrowArray *)
 void *duckdb_data_chunk_to_arrow(void *arrow_options, void *chunk, struct ArrowArray *out_array);
-// void duckdb_vector_assign_string_element_len(duckdb_vector, idx_t, const char *, idx_t)
-void duckdb_vector_assign_string_element_len(void *vector, uint64_t index, const char *str, uint64_t len);
+// void duckdb_unsafe_vector_assign_string_element_len(duckdb_vector, idx_t, const char *, idx_t)
+void duckdb_unsafe_vector_assign_string_element_len(void *vector, uint64_t index, const char *str, uint64_t len);
 
 // Helpers in cabi.c.
-void ls_assign_strings32(void *vector, uint64_t dst, const int32_t *offsets, const char *data, uint64_t n);
-void ls_assign_strings64(void *vector, uint64_t dst, const int64_t *offsets, const char *data, uint64_t n);
+int64_t ls_assign_strings32(void *vector, void *out, uint64_t dst, const int32_t *offsets, const char *data, uint64_t n,
+                            const uint8_t *validity, uint64_t vbit, bool utf8);
+int64_t ls_assign_strings64(void *vector, void *out, uint64_t dst, const int64_t *offsets, const char *data, uint64_t n,
+                            const uint8_t *validity, uint64_t vbit, bool utf8);
 void ls_release_schema(struct ArrowSchema *schema);
 void ls_release_array(struct ArrowArray *array);
 

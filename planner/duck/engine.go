@@ -1,13 +1,11 @@
 package duck
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
 	"sync"
-	"unsafe"
 
 	bindings "github.com/duckdb/duckdb-go-bindings"
 
@@ -30,9 +28,6 @@ type Engine struct {
 	log  *slog.Logger
 
 	db bindings.Database
-	// self is a C-allocated cgo.Handle of the Engine, given to DuckDB as the
-	// extra data of the table function and the replacement scan.
-	self unsafe.Pointer
 
 	mu struct {
 		sync.Mutex
@@ -41,41 +36,25 @@ type Engine struct {
 		// statement running on it, so that callbacks (which DuckDB calls
 		// with a connection, never with a Go context) find their context.
 		queries map[uint64]*queryState
+		// streams are the open result streams, closed by Close.
+		streams map[*resultStream]struct{}
 	}
-	// streams counts open RecordStreams; Close waits for them.
-	streams sync.WaitGroup
-}
-
-// queryState is the Go side of one statement on one connection.
-type queryState struct {
-	ctx context.Context
-
-	mu struct {
-		sync.Mutex
-		// err is the first Go error a callback reported to DuckDB. DuckDB
-		// only carries the message; this keeps the error chain (e.g.
-		// scan.ErrTableNotFound) for the caller.
-		err error
-	}
-}
-
-func (q *queryState) setErr(err error) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.mu.err == nil {
-		q.mu.err = err
-	}
-}
-
-func (q *queryState) getErr() error {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.mu.err
+	// conns counts open connections; Close waits for them before it frees
+	// the database.
+	conns sync.WaitGroup
+	// parsers are idle prepared json_serialize_sql connections (parser.go).
+	parsers chan *parser
 }
 
 // New opens an in-memory DuckDB, locks it down (DESIGN §6) and registers the
 // Lakestream table function and name resolution over res.
 func New(res scan.Resolver, opts Options) (*Engine, error) {
+	return newEngine(res, opts, true)
+}
+
+// newEngine is New, with the lockdown optional for benchmarks that need a
+// native DuckDB table next to Lakestream's.
+func newEngine(res scan.Resolver, opts Options, lock bool) (*Engine, error) {
 	if res == nil {
 		return nil, errors.New("duck: nil resolver")
 	}
@@ -85,13 +64,14 @@ func New(res scan.Resolver, opts Options) (*Engine, error) {
 	}
 	e := &Engine{res: res, opts: opts, log: opts.Logger}
 	e.mu.queries = make(map[uint64]*queryState)
+	e.mu.streams = make(map[*resultStream]struct{})
+	e.parsers = make(chan *parser, opts.Threads)
 
-	db, err := openLocked(opts)
+	db, err := openDB(opts, lock)
 	if err != nil {
 		return nil, err
 	}
 	e.db = db
-	e.self = newHandle(e)
 	if err := e.register(); err != nil {
 		bindings.Close(&e.db)
 		return nil, err
@@ -101,7 +81,7 @@ func New(res scan.Resolver, opts Options) (*Engine, error) {
 	return e, nil
 }
 
-// openLocked opens the database with the lockdown settings in its start-up
+// openDB opens the database with the lockdown settings in its start-up
 // configuration, so that no statement ever runs on an unlocked instance.
 //
 // Settings (DESIGN §6):
@@ -118,7 +98,7 @@ func New(res scan.Resolver, opts Options) (*Engine, error) {
 // TimeZone is an option of the ICU extension, unknown until the database
 // has loaded it, so it and the lock are SET on a first connection before
 // the engine is handed out.
-func openLocked(opts Options) (bindings.Database, error) {
+func openDB(opts Options, lock bool) (bindings.Database, error) {
 	var cfg bindings.Config
 	if bindings.CreateConfig(&cfg) == bindings.StateError {
 		return bindings.Database{}, errors.New("duck: create config")
@@ -127,11 +107,15 @@ func openLocked(opts Options) (bindings.Database, error) {
 	settings := [][2]string{
 		{"duckdb_api", "lakestream"},
 		{"threads", strconv.Itoa(opts.Threads)},
-		{"enable_external_access", "false"},
-		{"autoinstall_known_extensions", "false"},
-		{"autoload_known_extensions", "false"},
-		{"allow_community_extensions", "false"},
-		{"allow_unsigned_extensions", "false"},
+	}
+	if lock {
+		settings = append(settings, [][2]string{
+			{"enable_external_access", "false"},
+			{"autoinstall_known_extensions", "false"},
+			{"autoload_known_extensions", "false"},
+			{"allow_community_extensions", "false"},
+			{"allow_unsigned_extensions", "false"},
+		}...)
 	}
 	if opts.MemoryLimit != "" {
 		settings = append(settings, [2]string{"memory_limit", opts.MemoryLimit})
@@ -147,7 +131,11 @@ func openLocked(opts Options) (bindings.Database, error) {
 		bindings.Close(&db)
 		return bindings.Database{}, fmt.Errorf("duck: open: %s", msg)
 	}
-	if err := execAll(db, "SET GLOBAL TimeZone = 'UTC'", "SET GLOBAL lock_configuration = true"); err != nil {
+	setup := []string{"SET GLOBAL TimeZone = 'UTC'"}
+	if lock {
+		setup = append(setup, "SET GLOBAL lock_configuration = true")
+	}
+	if err := execAll(db, setup...); err != nil {
 		bindings.Close(&db)
 		return bindings.Database{}, err
 	}
@@ -173,8 +161,9 @@ func execAll(db bindings.Database, stmts ...string) error {
 	return nil
 }
 
-// Close waits for open result streams to be closed, then closes DuckDB.
-// Queries started after Close fail with ErrClosed.
+// Close stops and closes the result streams still open (their Next fails
+// from then on, their Close is a no-op), then closes DuckDB. Queries started
+// after Close fail with ErrClosed.
 func (e *Engine) Close() error {
 	e.mu.Lock()
 	if e.mu.closed {
@@ -182,74 +171,37 @@ func (e *Engine) Close() error {
 		return nil
 	}
 	e.mu.closed = true
-	e.mu.Unlock()
-	e.streams.Wait()
-	// Closing the database destroys the registered functions and the
-	// replacement scan, whose delete callbacks free e.self.
-	bindings.Close(&e.db)
-	return nil
-}
-
-// conn is one DuckDB connection with the Go state of the statement on it.
-type conn struct {
-	c  bindings.Connection
-	id uint64
-	qs *queryState
-
-	// mu orders interrupt (from a context watcher goroutine) before the
-	// disconnect that frees the connection.
-	mu           sync.Mutex
-	disconnected bool
-}
-
-// interrupt asks DuckDB to stop the statement running on c, if any.
-func (c *conn) interrupt() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.disconnected {
-		bindings.Interrupt(c.c)
+	open := make([]*resultStream, 0, len(e.mu.streams))
+	for s := range e.mu.streams {
+		open = append(open, s)
 	}
+	e.mu.Unlock()
+	var errs []error
+	for _, s := range open {
+		errs = append(errs, s.Close())
+	}
+	// What is left are Describes and Queries being set up: short.
+	e.conns.Wait()
+	e.closeParsers()
+	// Closing the database destroys the registered function and the
+	// replacement scan, whose delete callbacks free their handles.
+	bindings.Close(&e.db)
+	return errors.Join(errs...)
 }
 
-// connect opens a connection for one statement and registers its state.
-func (e *Engine) connect(ctx context.Context) (*conn, error) {
+// addStream registers an open stream; false once the engine is closed.
+func (e *Engine) addStream(s *resultStream) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.mu.closed {
-		return nil, ErrClosed
+		return false
 	}
-	var c bindings.Connection
-	if bindings.Connect(e.db, &c) == bindings.StateError {
-		return nil, errors.New("duck: connect")
-	}
-	var cc bindings.ClientContext
-	bindings.ConnectionGetClientContext(c, &cc)
-	id := uint64(bindings.ClientContextGetConnectionId(cc))
-	bindings.DestroyClientContext(&cc)
-	qs := &queryState{ctx: ctx}
-	e.mu.queries[id] = qs
-	return &conn{c: c, id: id, qs: qs}, nil
+	e.mu.streams[s] = struct{}{}
+	return true
 }
 
-// disconnect closes a connection from connect.
-func (e *Engine) disconnect(c *conn) {
-	e.mu.Lock()
-	delete(e.mu.queries, c.id)
-	e.mu.Unlock()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.disconnected = true
-	bindings.Disconnect(&c.c)
-}
-
-// query returns the state of the statement running on connection id.
-func (e *Engine) query(id uint64) *queryState {
+func (e *Engine) removeStream(s *resultStream) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if qs, ok := e.mu.queries[id]; ok {
-		return qs
-	}
-	// A connection Lakestream did not open (there are none) or a callback
-	// after the statement ended: run without cancellation.
-	return &queryState{ctx: context.Background()}
+	delete(e.mu.streams, s)
 }

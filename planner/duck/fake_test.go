@@ -176,14 +176,17 @@ type endlessTable struct {
 	alloc  memory.Allocator
 
 	opened, closed, batches atomic.Int64
+	// produced gets a value per batch while it has room.
+	produced chan struct{}
 }
 
 func newEndlessTable(name string, batch int, alloc memory.Allocator) *endlessTable {
 	return &endlessTable{
-		alloc:  alloc,
-		name:   name,
-		schema: arrow.NewSchema([]arrow.Field{{Name: "n", Type: arrow.PrimitiveTypes.Int64}}, nil),
-		batch:  batch,
+		produced: make(chan struct{}, 64),
+		alloc:    alloc,
+		name:     name,
+		schema:   arrow.NewSchema([]arrow.Field{{Name: "n", Type: arrow.PrimitiveTypes.Int64}}, nil),
+		batch:    batch,
 	}
 }
 
@@ -220,10 +223,60 @@ func (s *endlessStream) Next() (arrow.RecordBatch, error) {
 	col := b.NewArray()
 	defer col.Release()
 	s.t.batches.Add(1)
+	select {
+	case s.t.produced <- struct{}{}:
+	default:
+	}
 	return array.NewRecordBatch(s.t.schema, []arrow.Array{col}, int64(s.t.batch)), nil
 }
 
 func (s *endlessStream) Close() error {
 	s.t.closed.Add(1)
 	return nil
+}
+
+// failingTable returns its first batch, then err.
+type failingTable struct {
+	*fakeTable
+	err error
+}
+
+func (t *failingTable) Plan(ctx context.Context, req scan.Request) (scan.Plan, error) {
+	p, err := t.fakeTable.Plan(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	parts := p.Parts()
+	out := &fakePlan{schema: p.Schema()}
+	for _, part := range parts {
+		out.parts = append(out.parts, failingPart{part, t.err})
+	}
+	return out, nil
+}
+
+type failingPart struct {
+	scan.Part
+	err error
+}
+
+func (p failingPart) Open(ctx context.Context) (scan.RecordStream, error) {
+	rs, err := p.Part.Open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &failingStream{RecordStream: rs, err: p.err}, nil
+}
+
+type failingStream struct {
+	scan.RecordStream
+	err  error
+	done bool
+}
+
+func (s *failingStream) Next() (arrow.RecordBatch, error) {
+	if s.done {
+		return nil, s.err
+	}
+	s.done = true
+	return s.RecordStream.Next()
 }

@@ -6,35 +6,231 @@ package duck
 import "C"
 
 import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
 	"unsafe"
 
 	bindings "github.com/duckdb/duckdb-go-bindings"
 )
 
-// Name resolution.
+// Name resolution: how `events`, `"Events"` and `mydb.events` become
+// lakestream_scan('db', 'table').
 //
-// DuckDB calls a replacement scan for every table reference it cannot find
-// in its own catalog; the callback turns it into lakestream_scan('db',
-// 'table'), whose bind resolves the table through the scan.Resolver. So a
-// table is resolved when a statement is bound, never cached here, and tables
-// created a moment ago are visible without any refresh.
+// Unqualified names go through a replacement scan, which DuckDB calls for
+// every table reference it cannot find in its own catalog (so CTEs and
+// DuckDB's own views keep priority, with DuckDB's scoping). It maps the
+// name to lakestream_scan('', name), whose bind resolves it through the
+// scan.Resolver: a table is resolved each time a statement is bound, never
+// cached, so new tables are visible at once.
 //
-// TODO(experiment): qualified names.
+// Qualified names cannot go that way: DuckDB 1.5's C API hands the
+// replacement scan the bare table name ("events" for mydb.events, measured),
+// so a.events and b.events would be indistinguishable, and mydb.events would
+// silently read default.events. Instead, before preparing, the statement is
+// parsed by DuckDB itself (json_serialize_sql): every BASE_TABLE reference
+// with a schema, at the byte offset DuckDB reports, is rewritten in the SQL
+// text to lakestream_scan('schema', 'table') AS "table" (the alias keeps
+// `events.col` working). Rejected alternative: DuckDB schemas with one view
+// per Lakestream table, kept in sync by a Refresh call: stale between
+// refreshes and needs a listing the scan.Resolver does not have.
+//
+// References DuckDB owns are left alone: schemas main, information_schema
+// and pg_catalog, and three-part names. If such a reference is unknown to
+// DuckDB it would still reach the replacement scan as a bare name; bind
+// refuses a bare name the statement does not contain unqualified (see
+// bindTable), so `main.events` is "not found" rather than default.events.
+
+// duckSchemas are schema names DuckDB resolves itself.
+var duckSchemas = map[string]bool{"main": true, "information_schema": true, "pg_catalog": true}
 
 //export lsReplacementScan
-func lsReplacementScan(info, tableName, data unsafe.Pointer) {
-	name := C.GoString((*C.char)(tableName))
+func lsReplacementScan(info, tableName, _ unsafe.Pointer) {
 	ri := bindings.ReplacementScanInfo{Ptr: info}
-	db, table := splitName(name)
 	bindings.ReplacementScanSetFunctionName(ri, scanFunctionName)
-	for _, s := range []string{db, table} {
+	for _, s := range []string{"", C.GoString((*C.char)(tableName))} {
 		v := bindings.CreateVarchar(s)
 		bindings.ReplacementScanAddParameter(ri, v)
 		bindings.DestroyValue(&v)
 	}
 }
 
-func splitName(name string) (db, table string) {
-	println("replacement scan:", name)
-	return "", name
+// tableRef is a BASE_TABLE node of DuckDB's parse tree.
+type tableRef struct {
+	Alias         string
+	QueryLocation uint64 // byte offset of the name
+	Catalog       string
+	Schema        string
+	Table         string
+}
+
+// nameCheck says how bind treats a bare name from the replacement scan.
+type nameCheck int
+
+const (
+	// namesUnchecked: the statement has no '.', so no name in it is
+	// qualified and every bare name is genuine.
+	namesUnchecked nameCheck = iota
+	// namesParsed: only names in analysis.bare are genuine.
+	namesParsed
+	// namesUnparsed: DuckDB could not serialise the statement (it is not a
+	// SELECT, or is one of the few SELECT forms the serialiser lacks), so
+	// bare names cannot be told from qualified ones: bind refuses all.
+	namesUnparsed
+)
+
+// analysis is what the parse tree says about a statement's table names.
+type analysis struct {
+	// sql is the text to prepare, with qualified Lakestream names rewritten.
+	sql   string
+	check nameCheck
+	// bare holds the unqualified table names of the statement.
+	bare map[string]bool
+}
+
+// analyze parses sql (or the statement after an EXPLAIN prefix) with DuckDB
+// and rewrites qualified Lakestream table names.
+func (e *Engine) analyze(sql string) (analysis, error) {
+	start, explain := explainPrefix(sql)
+	body := sql[start:]
+	if !explain && !strings.Contains(body, ".") {
+		// No qualified name possible: skip the parse. EXPLAIN is always
+		// parsed: only an EXPLAIN of a SELECT may run (query.go).
+		return analysis{sql: sql, check: namesUnchecked}, nil
+	}
+	tree, err := e.serialize(body)
+	if err != nil {
+		return analysis{}, err
+	}
+	if tree == nil {
+		return analysis{sql: sql, check: namesUnparsed}, nil
+	}
+	var refs []tableRef
+	if err := collectTables(tree, &refs); err != nil {
+		return analysis{}, fmt.Errorf("duck: parse statement: %w", err)
+	}
+	a := analysis{sql: sql, check: namesParsed, bare: make(map[string]bool)}
+	var rewrite []tableRef
+	seen := make(map[uint64]bool)
+	for _, r := range refs {
+		switch {
+		case r.Schema == "" && r.Catalog == "":
+			a.bare[r.Table] = true
+		case r.Catalog == "" && !duckSchemas[r.Schema] && !seen[r.QueryLocation]:
+			seen[r.QueryLocation] = true // a node the parser copied
+			rewrite = append(rewrite, r)
+		}
+	}
+	if a.sql, err = rewriteRefs(sql, start, rewrite); err != nil {
+		return analysis{}, err
+	}
+	return a, nil
+}
+
+// serialize returns DuckDB's parse tree of one SELECT statement, or nil
+// when DuckDB cannot serialise it (json_serialize_sql accepts only SELECT).
+func (e *Engine) serialize(sql string) (any, error) {
+	out, err := e.parseJSON(sql)
+	if err != nil {
+		return nil, fmt.Errorf("duck: parse statement: %w", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.UseNumber()
+	var tree map[string]any
+	if err := dec.Decode(&tree); err != nil {
+		return nil, fmt.Errorf("duck: parse statement: %w", err)
+	}
+	if failed, _ := tree["error"].(bool); failed {
+		return nil, nil
+	}
+	if stmts, _ := tree["statements"].([]any); len(stmts) != 1 {
+		return nil, nil
+	}
+	return tree, nil
+}
+
+// collectTables appends every BASE_TABLE node below v, wherever it sits
+// (FROM, JOIN, subqueries in any expression, CTEs, set operations).
+func collectTables(v any, out *[]tableRef) error {
+	switch v := v.(type) {
+	case map[string]any:
+		if v["type"] == "BASE_TABLE" {
+			r, err := decodeRef(v)
+			if err != nil {
+				return err
+			}
+			*out = append(*out, r)
+		}
+		for _, c := range v {
+			if err := collectTables(c, out); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, c := range v {
+			if err := collectTables(c, out); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func decodeRef(v map[string]any) (tableRef, error) {
+	var r tableRef
+	var ok [4]bool
+	r.Alias, ok[0] = v["alias"].(string)
+	r.Catalog, ok[1] = v["catalog_name"].(string)
+	r.Schema, ok[2] = v["schema_name"].(string)
+	r.Table, ok[3] = v["table_name"].(string)
+	if ok != [4]bool{true, true, true, true} {
+		return tableRef{}, fmt.Errorf("unexpected BASE_TABLE node %v", v)
+	}
+	loc, _ := v["query_location"].(json.Number)
+	n, err := strconv.ParseUint(string(loc), 10, 64)
+	if err != nil {
+		return tableRef{}, fmt.Errorf("BASE_TABLE query_location %q: %w", loc, err)
+	}
+	r.QueryLocation = n
+	return r, nil
+}
+
+// rewriteRefs replaces each reference's name, which DuckDB located at byte
+// offset QueryLocation of sql[base:], by a lakestream_scan call.
+func rewriteRefs(sql string, base int, refs []tableRef) (string, error) {
+	sort.Slice(refs, func(i, j int) bool { return refs[i].QueryLocation > refs[j].QueryLocation })
+	for _, r := range refs {
+		at := base + int(r.QueryLocation)
+		if r.QueryLocation >= uint64(len(sql)) || at >= len(sql) {
+			return "", fmt.Errorf("duck: table %s.%s: no position in statement", r.Schema, r.Table)
+		}
+		parts, end, ok := qualifiedNameAt(sql, at, 2)
+		if !ok || parts[0] != r.Schema || parts[1] != r.Table {
+			return "", fmt.Errorf("duck: table %s.%s: cannot locate it in the statement", r.Schema, r.Table)
+		}
+		call := fmt.Sprintf("%s(%s, %s)", scanFunctionName, quoteString(r.Schema), quoteString(r.Table))
+		if r.Alias == "" {
+			call += " AS " + quoteIdent(r.Table)
+		}
+		sql = sql[:at] + call + sql[end:]
+	}
+	return sql, nil
+}
+
+func quoteString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+func quoteIdent(s string) string  { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// stringAt reads row i of a VARCHAR vector: DuckDB's string_t is 16 bytes,
+// a uint32 length, then either the inlined bytes (length ≤ 12) or a 4-byte
+// prefix and a pointer.
+func stringAt(vec bindings.Vector, i int) string {
+	p := unsafe.Add(bindings.VectorGetData(vec), 16*i)
+	n := *(*uint32)(p)
+	if n <= 12 {
+		return string(unsafe.Slice((*byte)(unsafe.Add(p, 4)), n))
+	}
+	data := *(*unsafe.Pointer)(unsafe.Add(p, 8))
+	return string(unsafe.Slice((*byte)(data), n))
 }

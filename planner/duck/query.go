@@ -22,7 +22,8 @@ var ErrNotQuery = errors.New("duck: not a query")
 // parameters (? or $1) and streams the result as Arrow record batches. It
 // does not buffer the result: DuckDB produces chunks as the stream is read.
 // Cancelling ctx interrupts the query and fails the stream's Next; the
-// caller must Close the stream either way.
+// caller must Close the stream either way (Engine.Close closes streams left
+// open).
 func (e *Engine) Query(ctx context.Context, sql string, args ...any) (scan.RecordStream, *arrow.Schema, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
@@ -33,9 +34,17 @@ func (e *Engine) Query(ctx context.Context, sql string, args ...any) (scan.Recor
 		cancel()
 		return nil, nil, err
 	}
-	e.streams.Add(1)
 	s := &resultStream{e: e, c: c, cancel: cancel}
-	if err := s.start(sql, args); err != nil {
+	s.mu.Lock() // Engine.Close may close s once added: not while it starts
+	if !e.addStream(s) {
+		s.mu.Unlock()
+		cancel()
+		e.disconnect(c)
+		return nil, nil, ErrClosed
+	}
+	err = s.start(sql, args)
+	s.mu.Unlock()
+	if err != nil {
 		s.Close()
 		return nil, nil, err
 	}
@@ -45,7 +54,9 @@ func (e *Engine) Query(ctx context.Context, sql string, args ...any) (scan.Recor
 // Describe returns the result schema of a statement and the schema of its
 // parameters without running it (Flight SQL's DatasetSchema and
 // ParameterSchema). Parameters are named "1", "2", ...; a parameter whose
-// type DuckDB cannot infer is of Arrow type null, as ADBC specifies.
+// type DuckDB cannot infer is of Arrow type null, as ADBC specifies. The
+// result schema is nil when it depends on parameter types (SELECT ? AS p):
+// DuckDB knows it only once the parameters are bound.
 func (e *Engine) Describe(ctx context.Context, sql string) (result, params *arrow.Schema, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
@@ -55,7 +66,7 @@ func (e *Engine) Describe(ctx context.Context, sql string) (result, params *arro
 		return nil, nil, err
 	}
 	defer e.disconnect(c)
-	stmt, err := prepare(c, sql)
+	stmt, err := e.prepare(c, sql)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -71,66 +82,106 @@ func (e *Engine) Describe(ctx context.Context, sql string) (result, params *arro
 	return result, params, nil
 }
 
+// errUnanalyzable is reported by bind for a statement whose table names
+// could not be analysed (names.go); prepare turns it into ErrNotQuery.
+var errUnanalyzable = errors.New("statement cannot be analysed")
+
 // prepare parses and binds exactly one statement and checks that it is a
 // query. Binding resolves Lakestream tables (lakestream_scan's bind) but
 // starts no scan.
-func prepare(c *conn, sql string) (bindings.PreparedStatement, error) {
-	var stmts bindings.ExtractedStatements
-	n := bindings.ExtractStatements(c.c, sql, &stmts)
-	defer bindings.DestroyExtracted(&stmts)
-	switch {
-	case n == 0:
-		if msg := bindings.ExtractStatementsError(stmts); msg != "" {
-			return bindings.PreparedStatement{}, duckError(msg, nil)
-		}
-		return bindings.PreparedStatement{}, fmt.Errorf("%w: empty statement", ErrNotQuery)
-	case n > 1:
-		return bindings.PreparedStatement{}, fmt.Errorf("%w: %d statements, want one", ErrNotQuery, n)
+func (e *Engine) prepare(c *conn, sql string) (bindings.PreparedStatement, error) {
+	if err := checkOne(c, sql); err != nil {
+		return bindings.PreparedStatement{}, err
 	}
+	a, err := e.analyze(sql)
+	if err != nil {
+		return bindings.PreparedStatement{}, err
+	}
+	c.qs.setNames(a)
 	var stmt bindings.PreparedStatement
-	if bindings.PrepareExtractedStatement(c.c, stmts, 0, &stmt) == bindings.StateError {
+	if bindings.Prepare(c.c, a.sql, &stmt) == bindings.StateError {
 		msg := bindings.PrepareError(stmt)
 		bindings.DestroyPrepare(&stmt)
-		return bindings.PreparedStatement{}, duckError(msg, c.qs.getErr())
+		return bindings.PreparedStatement{}, e.prepareError(c, sql, a, msg)
 	}
-	if err := checkQuery(stmt); err != nil {
+	if err := checkQuery(stmt, a); err != nil {
 		bindings.DestroyPrepare(&stmt)
 		return bindings.PreparedStatement{}, err
 	}
 	return stmt, nil
 }
 
-// checkQuery refuses everything but SELECT and plain EXPLAIN.
+// prepareError explains a failed prepare. DuckDB binds before it reports a
+// statement's type, so INSERT INTO a table DuckDB does not have fails as a
+// catalog error; a statement that is not a SELECT is reported as
+// ErrNotQuery first, whatever else is wrong with it.
+func (e *Engine) prepareError(c *conn, sql string, a analysis, msg string) error {
+	cause := c.qs.getErr()
+	if a.check != namesParsed {
+		if tree, err := e.serialize(sql); err == nil && tree == nil {
+			return &Error{Msg: "not a query: only SELECT statements run here (" + strings.TrimSpace(msg) + ")", Err: ErrNotQuery}
+		}
+		if errors.Is(cause, errUnanalyzable) {
+			return fmt.Errorf("%w: cannot analyse the table names of this statement", ErrNotQuery)
+		}
+	}
+	return duckError(msg, cause)
+}
+
+// checkOne checks that sql is exactly one statement; a syntax error comes
+// back here with DuckDB's message and position.
+func checkOne(c *conn, sql string) error {
+	var stmts bindings.ExtractedStatements
+	n := bindings.ExtractStatements(c.c, sql, &stmts)
+	defer bindings.DestroyExtracted(&stmts)
+	switch {
+	case n == 0:
+		if msg := bindings.ExtractStatementsError(stmts); msg != "" {
+			return duckError(msg, nil)
+		}
+		return fmt.Errorf("%w: empty statement", ErrNotQuery)
+	case n > 1:
+		return fmt.Errorf("%w: %d statements, want one", ErrNotQuery, n)
+	}
+	return nil
+}
+
+// checkQuery refuses everything but SELECT and EXPLAIN of a SELECT.
 //
-// The statement type of the prepared statement is DuckDB's own
-// classification after parsing, so no SQL text is inspected here. EXPLAIN
-// ANALYZE executes its statement, so it is allowed only for a SELECT: its
-// result is DuckDB's plan text, and DuckDB reports the explained
-// statement's type nowhere else, so that one case is checked on the text.
-func checkQuery(stmt bindings.PreparedStatement) error {
+// The statement type is DuckDB's own classification. EXPLAIN ANALYZE runs
+// the statement it explains, and DuckDB reports that statement's type
+// nowhere, so an EXPLAIN is accepted only if its body serialised, which
+// json_serialize_sql does for SELECT statements only (names.go).
+func checkQuery(stmt bindings.PreparedStatement, a analysis) error {
 	switch t := bindings.PreparedStatementType(stmt); t {
-	case bindings.StatementTypeSelect, bindings.StatementTypeExplain:
+	case bindings.StatementTypeSelect:
 		return nil
+	case bindings.StatementTypeExplain:
+		if a.check == namesParsed {
+			return nil
+		}
+		return fmt.Errorf("%w: EXPLAIN of a statement that is not a SELECT", ErrNotQuery)
 	default:
 		return fmt.Errorf("%w: %s statement; only SELECT runs here", ErrNotQuery, statementTypeName(t))
 	}
 }
 
+var statementTypeNames = map[bindings.StatementType]string{
+	bindings.StatementTypeInsert: "INSERT", bindings.StatementTypeUpdate: "UPDATE",
+	bindings.StatementTypeDelete: "DELETE", bindings.StatementTypePrepare: "PREPARE",
+	bindings.StatementTypeCreate: "CREATE", bindings.StatementTypeExecute: "EXECUTE",
+	bindings.StatementTypeAlter: "ALTER", bindings.StatementTypeTransaction: "TRANSACTION",
+	bindings.StatementTypeCopy: "COPY", bindings.StatementTypeAnalyze: "ANALYZE",
+	bindings.StatementTypeVariableSet: "SET VARIABLE", bindings.StatementTypeCreateFunc: "CREATE FUNCTION",
+	bindings.StatementTypeDrop: "DROP", bindings.StatementTypeExport: "EXPORT",
+	bindings.StatementTypePragma: "PRAGMA", bindings.StatementTypeVacuum: "VACUUM",
+	bindings.StatementTypeCall: "CALL", bindings.StatementTypeSet: "SET",
+	bindings.StatementTypeLoad: "LOAD", bindings.StatementTypeAttach: "ATTACH",
+	bindings.StatementTypeDetach: "DETACH", bindings.StatementTypeMulti: "MULTI",
+}
+
 func statementTypeName(t bindings.StatementType) string {
-	names := map[bindings.StatementType]string{
-		bindings.StatementTypeInsert: "INSERT", bindings.StatementTypeUpdate: "UPDATE",
-		bindings.StatementTypeDelete: "DELETE", bindings.StatementTypePrepare: "PREPARE",
-		bindings.StatementTypeCreate: "CREATE", bindings.StatementTypeExecute: "EXECUTE",
-		bindings.StatementTypeAlter: "ALTER", bindings.StatementTypeTransaction: "TRANSACTION",
-		bindings.StatementTypeCopy: "COPY", bindings.StatementTypeAnalyze: "ANALYZE",
-		bindings.StatementTypeVariableSet: "SET VARIABLE", bindings.StatementTypeCreateFunc: "CREATE FUNCTION",
-		bindings.StatementTypeDrop: "DROP", bindings.StatementTypeExport: "EXPORT",
-		bindings.StatementTypePragma: "PRAGMA", bindings.StatementTypeVacuum: "VACUUM",
-		bindings.StatementTypeCall: "CALL", bindings.StatementTypeSet: "SET",
-		bindings.StatementTypeLoad: "LOAD", bindings.StatementTypeAttach: "ATTACH",
-		bindings.StatementTypeDetach: "DETACH", bindings.StatementTypeMulti: "MULTI",
-	}
-	if n, ok := names[t]; ok {
+	if n, ok := statementTypeNames[t]; ok {
 		return n
 	}
 	return fmt.Sprintf("type %d", int(t))

@@ -52,13 +52,14 @@ type resultStream struct {
 	// Close may come from another goroutine (e.g. a cancelled Flight call).
 	mu     sync.Mutex
 	done   bool
+	err    error // sticky: Next fails the same way after a failure
 	closed bool
 }
 
-// start prepares, binds and starts the statement.
+// start prepares, binds and starts the statement. The caller holds s.mu.
 func (s *resultStream) start(sql string, args []any) error {
 	ctx := s.c.qs.ctx
-	stmt, err := prepare(s.c, sql)
+	stmt, err := s.e.prepare(s.c, sql)
 	if err != nil {
 		return err
 	}
@@ -67,6 +68,9 @@ func (s *resultStream) start(sql string, args []any) error {
 		return err
 	}
 	s.stopInterrupt = context.AfterFunc(ctx, s.c.interrupt)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if bindings.ExecutePreparedStreaming(stmt, &s.res) == bindings.StateError {
 		msg := bindings.ResultError(&s.res)
 		bindings.DestroyResult(&s.res)
@@ -93,23 +97,27 @@ func (s *resultStream) Next() (arrow.RecordBatch, error) {
 	if s.closed {
 		return nil, errors.New("duck: next on closed stream")
 	}
-	for !s.done {
+	for !s.done && s.err == nil {
 		chunk := bindings.FetchChunk(s.res)
 		if chunk.Ptr == nil {
 			s.done = true
 			if msg := bindings.ResultError(&s.res); msg != "" {
-				return nil, s.failure(msg)
+				s.err = s.failure(msg)
 			}
 			break
 		}
 		rec, err := s.convert(chunk)
 		bindings.DestroyDataChunk(&chunk)
 		if err != nil {
-			return nil, err
+			s.err = err
+			break
 		}
 		if rec != nil {
 			return rec, nil
 		}
+	}
+	if s.err != nil {
+		return nil, s.err
 	}
 	return nil, io.EOF
 }
@@ -158,7 +166,7 @@ func (s *resultStream) Close() error {
 		bindings.DestroyPrepare(&s.stmt)
 	}
 	s.e.disconnect(s.c)
-	s.e.streams.Done()
+	s.e.removeStream(s)
 	return nil
 }
 

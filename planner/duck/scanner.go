@@ -83,17 +83,36 @@ func (s *scanner) readPart(i int, p scan.Part) (err error) {
 		if err != nil {
 			return fmt.Errorf("read part %d: %w", i, err)
 		}
-		if rec.NumRows() == 0 {
-			rec.Release()
-			continue
+		if err := s.send(rec); err != nil {
+			return err
+		}
+	}
+}
+
+// morselRows is the most rows one record on the channel carries. Bigger
+// records are sliced (zero-copy), so that DuckDB threads share the work of
+// a part that comes in few large records.
+const morselRows = 16 * 2048
+
+// send hands rec, in morsels, to the consumers. It takes ownership of rec.
+func (s *scanner) send(rec arrow.RecordBatch) error {
+	defer rec.Release()
+	rows := rec.NumRows()
+	for lo := int64(0); lo < rows; lo += morselRows {
+		m := rec
+		if rows > morselRows {
+			m = rec.NewSlice(lo, min(lo+morselRows, rows))
+		} else {
+			m.Retain()
 		}
 		select {
-		case s.out <- rec:
+		case s.out <- m:
 		case <-s.ctx.Done():
-			rec.Release()
+			m.Release()
 			return s.ctx.Err()
 		}
 	}
+	return nil
 }
 
 func (s *scanner) fail(err error) {

@@ -30,13 +30,19 @@ func resultSchema(opts bindings.ArrowOptions, res *bindings.Result) (*arrow.Sche
 	return arrowSchema(opts, types, names)
 }
 
-// preparedSchema is the Arrow schema a prepared statement will return.
-// Columns whose type depends on an unbound parameter (SELECT ?) are null.
+// preparedSchema is the Arrow schema a prepared statement will return, nil
+// when it is not known before the parameters are bound: when a result type
+// depends on a parameter's (SELECT ? AS p), DuckDB reports a single column
+// of unknown type.
 func preparedSchema(opts bindings.ArrowOptions, stmt bindings.PreparedStatement) (*arrow.Schema, error) {
 	n := int(bindings.PreparedStatementColumnCount(stmt))
 	fields := make([]arrow.Field, n)
 	for i := range n {
 		lt := bindings.PreparedStatementColumnLogicalType(stmt, bindings.IdxT(i))
+		if lt.Ptr == nil || bindings.GetTypeId(lt) == bindings.TypeInvalid {
+			bindings.DestroyLogicalType(&lt)
+			return nil, nil
+		}
 		name := bindings.PreparedStatementColumnName(stmt, bindings.IdxT(i))
 		f, err := arrowField(opts, lt, name)
 		bindings.DestroyLogicalType(&lt)

@@ -107,6 +107,11 @@ func bindVarchar(info bindings.BindInfo, i int) string {
 }
 
 func (e *Engine) bindTable(qs *queryState, db, name string) (*bindData, error) {
+	if db == "" {
+		if err := qs.checkBare(name); err != nil {
+			return nil, err
+		}
+	}
 	t, err := e.res.Table(qs.ctx, db, name)
 	if err != nil {
 		return nil, fmt.Errorf("resolve table %s: %w", qualified(db, name), err)
@@ -129,8 +134,10 @@ type scanState struct {
 	writers []colWriter
 	// types are the record column types the writers were built for.
 	types []arrow.DataType
-	// threads is how many DuckDB threads may call the function at once: one
-	// per part, at most Options.Threads.
+	// threads is how many DuckDB threads may call the function at once.
+	// Not bounded by the number of parts: threads take records (morsels,
+	// scanner.go) from one channel, so even a single part's records are
+	// copied and processed in parallel.
 	threads int
 }
 
@@ -184,7 +191,7 @@ func (bd *bindData) startScan(info bindings.InitInfo) (*scanState, error) {
 		return nil, fmt.Errorf("plan scan of %s: %w", bd.table.Name(), err)
 	}
 	parts := plan.Parts()
-	st.threads = max(1, min(len(parts), bd.e.opts.Threads))
+	st.threads = max(1, bd.e.opts.Threads)
 	st.sc = startScan(bd.qs.ctx, parts, bd.e.opts.Threads, 2*bd.e.opts.Threads)
 	return st, nil
 }

@@ -23,10 +23,11 @@ import (
 //   - fixed-width types whose bytes are DuckDB's bytes (integers, floats,
 //     date32, time64[us], timestamp[us], decimal128 with p > 18) are one
 //     memmove into the vector's data;
-//   - strings and binaries are one cgo call per column that loops in C over
-//     duckdb_vector_assign_string_element_len (DuckDB copies non-inlined
-//     strings into the vector's heap; it has no C API to reference Arrow's
-//     buffer);
+//   - strings and binaries are one cgo call per column that loops in C:
+//     values of up to 12 bytes are written inline into DuckDB's string_t,
+//     longer ones go through duckdb_unsafe_vector_assign_string_element_len,
+//     which copies them into the vector's heap (the C API cannot reference
+//     Arrow's buffer); utf8 values are validated on the way;
 //   - bool, narrow decimals and non-microsecond timestamps are a Go loop;
 //   - list, map and struct recurse into their children (the "slower path":
 //     one extra cgo call per child and batch, no per-value work beyond the
@@ -60,10 +61,14 @@ func newColWriter(t arrow.DataType) (colWriter, error) {
 		return timestampWriter(t.Unit), nil
 	case *arrow.Decimal128Type:
 		return decimalWriter(t.Precision), nil
-	case *arrow.StringType, *arrow.BinaryType:
-		return writeStrings32, nil
-	case *arrow.LargeStringType, *arrow.LargeBinaryType:
-		return writeStrings64, nil
+	case *arrow.StringType:
+		return stringWriter(true, false), nil
+	case *arrow.BinaryType:
+		return stringWriter(false, false), nil
+	case *arrow.LargeStringType:
+		return stringWriter(true, true), nil
+	case *arrow.LargeBinaryType:
+		return stringWriter(false, true), nil
 	case *arrow.ListType:
 		return nestedListWriter(t.Elem(), false)
 	case *arrow.LargeListType:
@@ -186,22 +191,36 @@ func stringData(d arrow.ArrayData) *C.char {
 	return emptyData
 }
 
-func writeStrings32(vec bindings.Vector, dst int, arr arrow.Array, src, n int) error {
-	d := arr.Data()
-	offsets := arrow.Int32Traits.CastFromBytes(d.Buffers()[1].Bytes())[d.Offset()+src:]
-	_ = offsets[n] // bounds check once, before C reads n+1 offsets
-	C.ls_assign_strings32(vec.Ptr, C.uint64_t(dst), (*C.int32_t)(unsafe.Pointer(&offsets[0])), stringData(d), C.uint64_t(n))
-	writeValidity(vec, dst, arr, src, n)
-	return nil
-}
-
-func writeStrings64(vec bindings.Vector, dst int, arr arrow.Array, src, n int) error {
-	d := arr.Data()
-	offsets := arrow.Int64Traits.CastFromBytes(d.Buffers()[1].Bytes())[d.Offset()+src:]
-	_ = offsets[n]
-	C.ls_assign_strings64(vec.Ptr, C.uint64_t(dst), (*C.int64_t)(unsafe.Pointer(&offsets[0])), stringData(d), C.uint64_t(n))
-	writeValidity(vec, dst, arr, src, n)
-	return nil
+// stringWriter writes utf8/binary (large: large_utf8/large_binary)
+// columns; utf8 columns are checked to be valid UTF-8, which DuckDB
+// requires of VARCHAR. An invalid value fails the scan rather than becoming
+// NULL, as duckdb_vector_assign_string_element_len would make it: a silent
+// change of data is worse than a loud error.
+func stringWriter(utf8, large bool) colWriter {
+	return func(vec bindings.Vector, dst int, arr arrow.Array, src, n int) error {
+		d := arr.Data()
+		raw := d.Buffers()[1].Bytes()
+		out, base := bindings.VectorGetData(vec), d.Offset()+src
+		var validity *C.uint8_t
+		if bm := d.Buffers()[0]; bm != nil && arr.NullN() > 0 {
+			validity = (*C.uint8_t)(unsafe.SliceData(bm.Bytes()))
+		}
+		var bad C.int64_t
+		if large {
+			offsets := arrow.Int64Traits.CastFromBytes(raw)[base : base+n+1] // C reads n+1 offsets
+			bad = C.ls_assign_strings64(vec.Ptr, out, C.uint64_t(dst), (*C.int64_t)(unsafe.Pointer(&offsets[0])),
+				stringData(d), C.uint64_t(n), validity, C.uint64_t(base), C.bool(utf8))
+		} else {
+			offsets := arrow.Int32Traits.CastFromBytes(raw)[base : base+n+1]
+			bad = C.ls_assign_strings32(vec.Ptr, out, C.uint64_t(dst), (*C.int32_t)(unsafe.Pointer(&offsets[0])),
+				stringData(d), C.uint64_t(n), validity, C.uint64_t(base), C.bool(utf8))
+		}
+		if bad >= 0 {
+			return fmt.Errorf("row %d: invalid UTF-8 in a string column", src+int(bad))
+		}
+		writeValidity(vec, dst, arr, src, n)
+		return nil
+	}
 }
 
 // listEntry is DuckDB's duckdb_list_entry.

@@ -1,0 +1,24 @@
+// Package duck is Lakestream's embedded query engine: an in-memory DuckDB
+// (github.com/duckdb/duckdb-go-bindings, the C API) in which every
+// Lakestream table is a table function over scan.Table (DESIGN §6).
+//
+//	Engine.Query(sql, args)  ─►  one DuckDB connection per statement
+//	   │ names.go     qualified names rewritten to lakestream_scan('db','t'),
+//	   │              bare names resolved by a replacement scan
+//	   │ query.go     exactly one SELECT (or EXPLAIN of one), else ErrNotQuery
+//	   │ tablefunc.go bind: Resolver.Table; init: Table.Plan(projection) and
+//	   │              part readers (scanner.go); function: records → vectors
+//	   │              (vectors.go)
+//	   ▼ result.go    streaming result, chunk by chunk, exported to Arrow by
+//	                  DuckDB's own converter and imported zero-copy (cdata)
+//
+// The engine is locked down at start-up: no file or network access, no
+// extension install or load, configuration locked (engine.go). DuckDB's own
+// catalog is not writable through Query.
+//
+// duck owns nothing but the DuckDB instance: it reads data only through
+// internal/scan and must not import the log, the lake, the catalog or the
+// network packages. It does not use duckdb-go's database/sql driver: that
+// driver yields rows as Go values, and its Arrow interface needs the
+// duckdb_arrow build tag, which the lakestream binary is not built with.
+package duck
