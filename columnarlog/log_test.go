@@ -415,3 +415,29 @@ func TestReaderWaitsForCommit(t *testing.T) {
 		t.Fatalf("after commit: %d batches, %v", len(bs), err)
 	}
 }
+
+func TestRollByAgeAndRetentionBySize(t *testing.T) {
+	clock := newClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	fs := vfs.NewMem()
+	opts := Options{FS: fs, SegmentAge: time.Hour, Now: clock.now}
+	l := mustOpen(t, "/log", opts)
+	defer l.Close()
+	for i := int64(0); i < 10; i++ {
+		if _, err := l.Append(payload(t, i, 1, 1000)); err != nil {
+			t.Fatal(err)
+		}
+		clock.add(30 * time.Minute)
+	}
+	// A segment rolls once its first batch is an hour old: 2 batches each.
+	if st := l.Stats(); st.Segments != 5 {
+		t.Fatalf("%d segments after 5 hours of appends, want 5", st.Segments)
+	}
+	size := l.Stats().Bytes
+	n, err := l.ApplyRetention(Retention{MaxBytes: size / 2, Floor: math.MaxInt64})
+	if err != nil || n != 3 {
+		t.Fatalf("retention by size deleted %d segments (%v), want 3", n, err)
+	}
+	if st := l.Stats(); st.Bytes > size/2 || st.Start != 6 {
+		t.Fatalf("after retention %+v", st)
+	}
+}
