@@ -220,7 +220,6 @@ func (s *Store) Close() error {
 	return errors.Join(errs...)
 }
 
-
 // ByID returns an open table by id.
 func (s *Store) ByID(ctx context.Context, id int64) (*Table, error) {
 	s.mu.Lock()
