@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -214,6 +215,22 @@ func (c *Catalog) AllTables(ctx context.Context) ([]*Table, error) {
 func (s *snapshot) lookup(db, name string) (*Table, error) {
 	if t := s.byName[TableName{DB: db, Name: name}]; t != nil {
 		return t, nil
+	}
+	// SQL folds unquoted names to lower case, but tables created by an
+	// ingest keep the client's spelling ("Visits"): a unique match that
+	// differs only in case is the table meant, as in DuckDB.
+	var match *Table
+	for _, t := range s.tablesOf(db) {
+		if strings.EqualFold(t.Name, name) {
+			if match != nil {
+				return nil, fmt.Errorf("table name %q is ambiguous: %q and %q differ only in case; quote it: %w",
+					name, match.Name, t.Name, ErrTableNotFound)
+			}
+			match = t
+		}
+	}
+	if match != nil {
+		return match, nil
 	}
 	if !s.dbs[db] {
 		return nil, fmt.Errorf("database %q does not exist: %w", db, ErrDatabaseNotFound)

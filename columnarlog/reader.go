@@ -103,7 +103,11 @@ func (r *Reader) readChunk(dst []byte, committed int64, room int) (int, []byte, 
 		got := dst[off : off+n]
 		used, next, needed := wholeBatches(got, r.next, committed)
 		if used == 0 && needed > want {
-			want = needed // a batch larger than the chunk: read it whole
+			// A batch larger than the chunk: read it whole, and read
+			// chunks that large from now on, since batches of a log
+			// tend to be alike.
+			want = needed
+			r.chunk = max(r.chunk, needed)
 			dst = dst[:off]
 			continue
 		}

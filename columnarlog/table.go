@@ -9,6 +9,7 @@ import (
 	"path"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/lakestream/lakestream/internal/vfs"
 )
@@ -48,7 +49,18 @@ type TableLog struct {
 	cfile vfs.File
 	csize int64
 	err   error // sticky; guarded by wmu
+
+	// ends are the bucket end offsets of the last published commit round,
+	// replaced (never modified) after each: a snapshot consistent across
+	// buckets.
+	ends atomic.Pointer[[]int64]
 }
+
+// CommittedEnds returns every bucket's committed end offset as of the last
+// commit round: a write spanning several buckets is in it entirely or not
+// at all. Each value is at most that bucket's Committed. Callers must not
+// modify the slice.
+func (t *TableLog) CommittedEnds() []int64 { return *t.ends.Load() }
 
 const (
 	commitFileName = "commits"
@@ -101,6 +113,7 @@ func (t *TableLog) open(n int) error {
 			return err
 		}
 	}
+	t.ends.Store(&ends)
 	return t.rewriteCommitFile(0, ends)
 }
 
@@ -231,6 +244,7 @@ func (t *TableLog) commitRound() (int64, error) {
 	for b, l := range t.buckets {
 		l.publish(ends[b])
 	}
+	t.ends.Store(&ends)
 	return seq, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"google.golang.org/grpc/status"
 
 	"github.com/lakestream/lakestream/catalog"
 	"github.com/lakestream/lakestream/tables"
@@ -55,6 +56,10 @@ func (s *Server) ingestTarget(ctx context.Context, db, name string, o *flightsql
 	case err == nil && ifExists == flightsql.TableDefinitionOptionsTableExistsOptionFail:
 		return nil, fmt.Errorf("ingest into %q: %w", name, catalog.ErrTableExists)
 	case err == nil && ifExists == flightsql.TableDefinitionOptionsTableExistsOptionReplace:
+		// Check the new definition before dropping the old table.
+		if _, err := catalog.ColumnsFromArrow(schema); err != nil {
+			return nil, fmt.Errorf("replace %q with the ingested schema: %w", name, err)
+		}
 		if err := s.store.Exec(ctx, &catalog.DropTable{Table: catalog.TableName{DB: db, Name: name}}); err != nil {
 			return nil, err
 		}
@@ -120,6 +125,9 @@ func (s *Server) ingest(ctx context.Context, t *tables.Table, rdr interface {
 		}
 	}
 	if err := rdr.Err(); err != nil {
+		if _, ok := status.FromError(err); ok {
+			return total, err // the checked stream's refusal, with its code
+		}
 		return total, fmt.Errorf("%w: reading the ingest stream: %v", errInvalid, err)
 	}
 	if err := flush(); err != nil {

@@ -2,7 +2,9 @@ package flightsrv
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"runtime/debug"
 	"time"
@@ -154,6 +156,9 @@ func (w *service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetSer
 func (w *service) DoPut(stream flight.FlightService_DoPutServer) error {
 	cs := newCheckedStream(stream, w.s.opts)
 	first, err := cs.peek()
+	if errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: empty DoPut stream: no descriptor and no schema", errInvalid)
+	}
 	if err != nil {
 		return err
 	}

@@ -124,6 +124,14 @@ func (s *Server) resolveScan(ctx context.Context, ps *planner.PlainScan) (*table
 	for i, name := range ps.Columns {
 		c := def.ColumnIndex(name)
 		if c < 0 {
+			for j, col := range def.Columns {
+				if strings.EqualFold(col.Name, name) {
+					c = j
+					break
+				}
+			}
+		}
+		if c < 0 {
 			return nil, nil, fmt.Errorf("%w: column %q not found in table %s", errInvalid, name, def.FullName())
 		}
 		cols[i] = c

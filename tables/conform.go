@@ -32,6 +32,14 @@ func (e *SchemaError) Error() string {
 // caller releases the result.
 func conform(table string, target *arrow.Schema, rec arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {
 	in := rec.Schema()
+	// Incoming data is only as good as its sender: offsets that run
+	// backwards or past their data would crash the bucket split or be
+	// stored and crash every reader.
+	for i, c := range rec.Columns() {
+		if err := array.ValidateFull(c); err != nil {
+			return nil, &SchemaError{table, in.Field(i).Name, "invalid data: " + err.Error()}
+		}
+	}
 	if in.Equal(target) {
 		rec.Retain()
 		return rec, nil

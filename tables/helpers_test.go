@@ -30,6 +30,7 @@ type env struct {
 	dir     string
 	fs      vfs.FS
 	mem     *memory.CheckedAllocator
+	logOpts columnarlog.Options // FS is set from fs
 	cat     *catalog.Catalog
 	store   *tables.Store
 }
@@ -38,12 +39,18 @@ type env struct {
 // a checked allocator that must be back to zero when the test ends.
 func newEnv(t *testing.T, fs vfs.FS) *env {
 	t.Helper()
+	return newEnvWith(t, fs, columnarlog.Options{})
+}
+
+func newEnvWith(t *testing.T, fs vfs.FS, logOpts columnarlog.Options) *env {
+	t.Helper()
 	tmp := t.TempDir()
 	e := &env{
 		t:       t,
 		catPath: filepath.Join(tmp, "catalog.db"),
 		dir:     filepath.Join(tmp, "tables"),
 		fs:      fs,
+		logOpts: logOpts,
 		mem:     memory.NewCheckedAllocator(memory.NewGoAllocator()),
 	}
 	if fs != nil {
@@ -64,9 +71,11 @@ func (e *env) open() {
 	if err != nil {
 		e.t.Fatalf("open catalog: %v", err)
 	}
+	opts := e.logOpts
+	opts.FS = e.fs
 	st, err := tables.Open(ctx, cat, tables.Config{
 		Dir: e.dir,
-		Log: columnarlog.Options{FS: e.fs},
+		Log: opts,
 		Mem: e.mem,
 	})
 	if err != nil {
@@ -218,6 +227,9 @@ const eventsCols = "(id BIGINT NOT NULL, amount DOUBLE, kind VARCHAR, ts TIMESTA
 
 // events builds n rows of the events table starting at id from.
 func events(t testing.TB, mem memory.Allocator, from, n int) arrow.RecordBatch {
+	if t == nil {
+		t = nopTB{}
+	}
 	ids, amounts, kinds, tss := make([]any, n), make([]any, n), make([]any, n), make([]any, n)
 	for i := range n {
 		id := from + i
@@ -281,7 +293,7 @@ func readRanges(t *testing.T, tbl *tables.Table, ranges []tables.Range, cols []i
 	out := make([][]string, tbl.Log().Buckets())
 	for _, r := range ranges {
 		err := tbl.ReadBatches(context.Background(), r, func(b columnarlog.Batch) error {
-			rec, err := tbl.DecodeBatch(b, cols)
+			rec, err := safeDecode(tbl, b, cols)
 			if err != nil {
 				return err
 			}
@@ -382,3 +394,34 @@ func ctxTimeout(t *testing.T) context.Context {
 }
 
 type scanReq = scan.Request
+
+// addStringColumn returns rec with a nullable string column appended; it
+// releases rec.
+func addStringColumn(t testing.TB, e *env, rec arrow.RecordBatch, name string, vals ...any) arrow.RecordBatch {
+	t.Helper()
+	defer rec.Release()
+	extra := record(t, e.mem, str(name, vals...))
+	defer extra.Release()
+	fields := append(slices.Clone(rec.Schema().Fields()), extra.Schema().Field(0))
+	cols := append(slices.Clone(rec.Columns()), extra.Column(0))
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows())
+}
+
+// safeDecode is DecodeBatch with a panic turned into an error, so that a
+// decoder bug fails one test instead of the whole binary.
+func safeDecode(tbl *tables.Table, b columnarlog.Batch, cols []int) (rec arrow.RecordBatch, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("DecodeBatch(cols %v) panicked: %v", cols, r)
+		}
+	}()
+	return tbl.DecodeBatch(b, cols)
+}
+
+// nopTB lets record builders run where no *testing.T is at hand (writer
+// goroutines); the builders only call Helper and, on a bug in the test,
+// Fatalf.
+type nopTB struct{ testing.TB }
+
+func (nopTB) Helper()                        {}
+func (nopTB) Fatalf(format string, a ...any) { panic(fmt.Sprintf(format, a...)) }

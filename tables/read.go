@@ -28,10 +28,11 @@ type Range struct {
 // covers: from the log start to the committed offset. Rows committed later
 // are not part of it.
 func (t *Table) Snapshot() []Range {
+	ends := t.log.CommittedEnds()
 	out := make([]Range, t.log.Buckets())
 	for b := range out {
 		st := t.log.Bucket(b).Stats()
-		out[b] = Range{Bucket: b, From: st.Start, To: st.Committed}
+		out[b] = Range{Bucket: b, From: st.Start, To: ends[b]}
 	}
 	return out
 }
@@ -240,11 +241,13 @@ func (d *decoder) decode(b columnarlog.Batch) (arrow.RecordBatch, error) {
 	cur := d.def.ArrowSchema()
 	cols := make([]arrow.Array, len(d.cols))
 	out := make([]arrow.Field, len(d.cols))
+	j := 0
 	for i, c := range d.cols {
 		out[i] = cur.Field(c)
-		if i < len(present) {
-			cols[i] = rec.Column(i)
+		if c < batchSchema.NumFields() {
+			cols[i] = rec.Column(j)
 			cols[i].Retain()
+			j++
 		} else {
 			cols[i] = array.MakeArrayOfNull(d.mem, cur.Field(c).Type, int(rec.NumRows()))
 		}
@@ -279,23 +282,36 @@ func DecodeMessage(schema *arrow.Schema, meta, body []byte, mem memory.Allocator
 }
 
 // oneMessage feeds an ipc reader a schema message, then one record batch.
+// Like ipc's own MessageReader it owns the messages it returns: each is
+// released by the next call, the last by Release.
 type oneMessage struct {
 	schema ipc.Payload
 	meta   []byte
 	body   []byte
 	step   int
+	last   *ipc.Message
 }
 
 func (m *oneMessage) Message() (*ipc.Message, error) {
+	m.Release()
 	m.step++
 	switch m.step {
 	case 1:
-		return ipc.NewMessage(m.schema.Meta(), memory.NewBufferBytes(nil)), nil
+		meta := m.schema.Meta()
+		defer meta.Release()
+		m.last = ipc.NewMessage(meta, memory.NewBufferBytes(nil))
+		return m.last, nil
 	case 2:
-		return ipc.NewMessage(memory.NewBufferBytes(m.meta), memory.NewBufferBytes(m.body)), nil
+		m.last = ipc.NewMessage(memory.NewBufferBytes(m.meta), memory.NewBufferBytes(m.body))
+		return m.last, nil
 	}
 	return nil, io.EOF
 }
 
-func (m *oneMessage) Retain()  {}
-func (m *oneMessage) Release() {}
+func (m *oneMessage) Retain() {}
+func (m *oneMessage) Release() {
+	if m.last != nil {
+		m.last.Release()
+		m.last = nil
+	}
+}
