@@ -54,8 +54,9 @@ func (r *Reader) Close() error {
 	return err
 }
 
-// Next appends the committed batches from the reader's position to dst, up
-// to about maxBytes (at least one batch when one is committed), and returns
+// Next appends the committed batches from the reader's position to dst,
+// reading chunks until it holds maxBytes or more (at least one batch when
+// one is committed), and returns
 // them as slices of the returned buffer. It returns no batch when the reader
 // has caught up with the committed offset. The first batch may begin before
 // the offset the reader was opened at.
@@ -67,7 +68,7 @@ func (r *Reader) Next(dst []byte, maxBytes int) ([]Batch, []byte, error) {
 		if r.next >= committed {
 			break
 		}
-		n, buf, err := r.readChunk(dst, committed, maxBytes-(len(dst)-start))
+		n, buf, err := r.readChunk(dst, committed)
 		if err != nil {
 			return nil, dst, err
 		}
@@ -91,8 +92,8 @@ func (r *Reader) Next(dst []byte, maxBytes int) ([]Batch, []byte, error) {
 // readChunk reads whole committed batches at the reader's position, appending
 // them to dst, and moves the position past them. It returns how many bytes it
 // added; 0 means the segment has no more batches.
-func (r *Reader) readChunk(dst []byte, committed int64, room int) (int, []byte, error) {
-	want := max(min(room, r.chunk), HeaderSize)
+func (r *Reader) readChunk(dst []byte, committed int64) (int, []byte, error) {
+	want := max(r.chunk, HeaderSize)
 	for {
 		off := len(dst)
 		dst = grow(dst, want)
