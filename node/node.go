@@ -113,6 +113,7 @@ func (n *Node) Serve(ctx context.Context) error {
 	}
 	bg, stopBG := context.WithCancel(context.Background())
 	go n.flight.Expire(bg)
+	go n.store.RunRetention(bg, time.Minute)
 	n.cfg.Logger.Info("lakestream serving", "flight", n.Addr(), "http", n.HTTPAddr(), "data_dir", n.cfg.DataDir)
 	var err error
 	select {

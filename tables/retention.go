@@ -1,0 +1,57 @@
+package tables
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/lakestream/lakestream/columnarlog"
+)
+
+// ApplyRetention deletes, in every table, the log segments older than the
+// table's log.retention. A table tiered into the lake (datalake.enabled)
+// keeps every segment not yet tiered, whatever its age: until the tiering
+// service exists, that is all of them, since the log is the only copy.
+// It returns the number of segments deleted.
+func (s *Store) ApplyRetention() (int, error) {
+	s.mu.Lock()
+	open := make([]*Table, 0, len(s.open))
+	for _, t := range s.open {
+		open = append(open, t)
+	}
+	s.mu.Unlock()
+	deleted := 0
+	for _, t := range open {
+		def := t.Def()
+		floor := int64(math.MaxInt64)
+		if def.Options.DatalakeEnabled {
+			floor = 0 // the tiered offset; nothing is tiered yet
+		}
+		for b := 0; b < t.log.Buckets(); b++ {
+			n, err := t.log.Bucket(b).ApplyRetention(columnarlog.Retention{MaxAge: def.Options.LogRetention, Floor: floor})
+			deleted += n
+			if err != nil {
+				return deleted, err
+			}
+		}
+	}
+	return deleted, nil
+}
+
+// RunRetention applies retention every interval until ctx ends.
+func (s *Store) RunRetention(ctx context.Context, every time.Duration) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if n, err := s.ApplyRetention(); err != nil {
+				s.cfg.Logger.Error("log retention", "error", err)
+			} else if n > 0 {
+				s.cfg.Logger.Info("log retention deleted segments", "segments", n)
+			}
+		}
+	}
+}
