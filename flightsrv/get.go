@@ -20,9 +20,18 @@ func (s *Server) doGet(raw []byte, stream flight.FlightService_DoGetServer) erro
 		return err
 	}
 	ctx := stream.Context()
+	// Checked for every ticket so that a bad header fails the same way
+	// everywhere; only scans can be compressed (query results never are).
+	plain, why, err := plainRequested(ctx)
+	if err != nil {
+		return err
+	}
 	switch tk.Kind {
 	case "scan":
-		return s.streamScan(ctx, tk, stream)
+		if plain {
+			s.opts.Logger.Debug("scan sent uncompressed", "table", tk.Table, "because", why)
+		}
+		return s.streamScan(ctx, tk, plain, stream)
 	case "query":
 		return s.streamQuery(ctx, tk.SQL, nil, stream)
 	case "prepared":
@@ -30,7 +39,11 @@ func (s *Server) doGet(raw []byte, stream flight.FlightService_DoGetServer) erro
 		if err != nil {
 			return err
 		}
-		return s.streamQuery(ctx, p.sql, p.args(), stream)
+		args, err := p.args()
+		if err != nil {
+			return err
+		}
+		return s.streamQuery(ctx, p.sql, args, stream)
 	}
 	return fmt.Errorf("%w: ticket kind %q", errInvalid, tk.Kind)
 }
@@ -38,8 +51,9 @@ func (s *Server) doGet(raw []byte, stream flight.FlightService_DoGetServer) erro
 // streamScan forwards the stored batches of the ticket's ranges as
 // FlightData without decoding them. A projection rewrites each message on
 // its encoded bytes; only batches written under an older schema version
-// (before an ADD COLUMN) are decoded, to add the new columns as nulls.
-func (s *Server) streamScan(ctx context.Context, tk *ticket, stream flight.FlightService_DoGetServer) error {
+// (before an ADD COLUMN) are decoded, to add the new columns as nulls, and
+// with plain every compressed batch is decoded and sent uncompressed.
+func (s *Server) streamScan(ctx context.Context, tk *ticket, plain bool, stream flight.FlightService_DoGetServer) error {
 	t, err := s.store.ByID(ctx, tk.Table)
 	if err != nil {
 		return err
@@ -66,7 +80,7 @@ func (s *Server) streamScan(ctx context.Context, tk *ticket, stream flight.Fligh
 			return fmt.Errorf("%w: ticket bucket %d out of range", errInvalid, r.Bucket)
 		}
 		err := t.ReadBatches(ctx, r, func(b columnarlog.Batch) error {
-			fd, err := s.batchFlightData(t, b, tk.Cols, identity)
+			fd, err := s.batchFlightData(t, b, tk.Cols, identity, plain)
 			if err != nil {
 				return err
 			}
@@ -80,11 +94,12 @@ func (s *Server) streamScan(ctx context.Context, tk *ticket, stream flight.Fligh
 }
 
 // batchFlightData turns one stored batch into the FlightData of the
-// projected current schema.
-func (s *Server) batchFlightData(t *tables.Table, b columnarlog.Batch, cols []int, identity bool) (*flight.FlightData, error) {
+// projected current schema; plain asks for no body compression (plain.go).
+func (s *Server) batchFlightData(t *tables.Table, b columnarlog.Batch, cols []int, identity, plain bool) (*flight.FlightData, error) {
 	def := t.Def()
-	if b.SchemaID() != def.SchemaID {
-		return s.reencode(t, b, cols)
+	codec := wireCodec(b.Codec(), plain)
+	if b.SchemaID() != def.SchemaID || codec != arrowmsg.Codec(b.Codec()) {
+		return s.reencode(t, b, cols, codec)
 	}
 	msg, err := b.ArrowMessage()
 	if err != nil {
@@ -103,15 +118,15 @@ func (s *Server) batchFlightData(t *tables.Table, b columnarlog.Batch, cols []in
 	return &flight.FlightData{DataHeader: meta, DataBody: body}, nil
 }
 
-// reencode decodes a batch of an older schema version, adds the missing
-// columns and encodes it again with the table's codec.
-func (s *Server) reencode(t *tables.Table, b columnarlog.Batch, cols []int) (*flight.FlightData, error) {
+// reencode decodes a batch, adds the columns missing from an older schema
+// version and encodes it again with codec.
+func (s *Server) reencode(t *tables.Table, b columnarlog.Batch, cols []int, codec arrowmsg.Codec) (*flight.FlightData, error) {
 	rec, err := t.DecodeBatch(b, cols)
 	if err != nil {
 		return nil, err
 	}
 	defer rec.Release()
-	buf, err := arrowmsg.AppendRecordBatch(nil, rec, arrowmsg.Codec(b.Codec()), s.opts.Mem)
+	buf, err := arrowmsg.AppendRecordBatch(nil, rec, codec, s.opts.Mem)
 	if err != nil {
 		return nil, err
 	}

@@ -93,47 +93,20 @@ func (s *Server) ingest(ctx context.Context, t *tables.Table, rdr interface {
 	RecordBatch() arrow.RecordBatch
 	Err() error
 }) (int64, error) {
-	var (
-		pending []arrow.RecordBatch
-		size    int64
-		total   int64
-	)
-	release := func() {
-		for _, r := range pending {
-			r.Release()
-		}
-		pending, size = pending[:0], 0
-	}
-	defer release()
-	flush := func() error {
-		n, err := t.Write(ctx, pending)
-		release()
-		total += n
-		return err
-	}
+	w := &batchWriter{t: t, ctx: ctx}
+	defer w.release()
 	for rdr.Next() {
-		rec, err := t.Conform(rdr.RecordBatch())
-		if err != nil {
-			return total, err
-		}
-		pending = append(pending, rec)
-		size += recordBytes(rec)
-		if size >= t.Limits().MaxWriteBytes {
-			if err := flush(); err != nil {
-				return total, err
-			}
+		if err := w.add(rdr.RecordBatch()); err != nil {
+			return w.total, err
 		}
 	}
 	if err := rdr.Err(); err != nil {
 		if _, ok := status.FromError(err); ok {
-			return total, err // the checked stream's refusal, with its code
+			return w.total, err // the checked stream's refusal, with its code
 		}
-		return total, fmt.Errorf("%w: reading the ingest stream: %v", errInvalid, err)
+		return w.total, fmt.Errorf("%w: reading the ingest stream: %v", errInvalid, err)
 	}
-	if err := flush(); err != nil {
-		return total, err
-	}
-	return total, nil
+	return w.finish()
 }
 
 func recordBytes(rec arrow.RecordBatch) int64 {

@@ -21,33 +21,61 @@ type prepared struct {
 	paramsSchema *arrow.Schema
 
 	mu       sync.Mutex
-	params   []any // bound by DoPutPreparedStatementQuery
+	params   [][]any // rows bound by DoPutPreparedStatementQuery
 	lastUsed time.Time
 }
 
-func (p *prepared) args() []any {
+// args are the parameters of one execution of a query: the one bound row.
+func (p *prepared) args() ([]any, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch len(p.params) {
+	case 0:
+		return nil, nil
+	case 1:
+		return p.params[0], nil
+	}
+	return nil, fmt.Errorf("%w: %d parameter rows bound to a query; bind one row", errInvalid, len(p.params))
+}
+
+// argRows are every bound parameter row, one execution each.
+func (p *prepared) argRows() [][]any {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.params
 }
 
-// bind keeps the first row of rec as the parameter values.
-func (p *prepared) bind(rec arrow.RecordBatch) error {
-	if rec.NumRows() != 1 {
-		return fmt.Errorf("%w: bind exactly one row of parameters to a query, got %d", errInvalid, rec.NumRows())
-	}
-	vals := make([]any, rec.NumCols())
-	for i, col := range rec.Columns() {
-		sc, err := scalar.GetScalar(col, 0)
+// bind keeps the rows of rec as the parameter values, replacing earlier ones.
+func (p *prepared) bind(recs []arrow.RecordBatch) error {
+	var rows [][]any
+	for _, rec := range recs {
+		r, err := paramRows(rec)
 		if err != nil {
-			return fmt.Errorf("%w: parameter %d: %v", errInvalid, i+1, err)
+			return err
 		}
-		vals[i] = scalarValue(sc)
+		rows = append(rows, r...)
 	}
 	p.mu.Lock()
-	p.params = vals
+	p.params = rows
 	p.mu.Unlock()
 	return nil
+}
+
+// paramRows turns a record of parameters into Go values, row by row.
+func paramRows(rec arrow.RecordBatch) ([][]any, error) {
+	rows := make([][]any, rec.NumRows())
+	for r := range rows {
+		vals := make([]any, rec.NumCols())
+		for i, col := range rec.Columns() {
+			sc, err := scalar.GetScalar(col, r)
+			if err != nil {
+				return nil, fmt.Errorf("%w: parameter %d: %v", errInvalid, i+1, err)
+			}
+			vals[i] = scalarValue(sc)
+		}
+		rows[r] = vals
+	}
+	return rows, nil
 }
 
 // scalarValue converts a parameter to a Go value DuckDB binds.

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 
+	"github.com/lakestream/lakestream/catalog"
 	"github.com/lakestream/lakestream/planner"
 	"github.com/lakestream/lakestream/tables"
 )
@@ -46,25 +47,41 @@ func (s *Server) DoPutCommandStatementUpdate(ctx context.Context, cmd flightsql.
 	if err != nil {
 		return 0, err
 	}
-	return s.execUpdate(ctx, st)
+	return s.execUpdate(ctx, st, nil)
 }
 
-func (s *Server) execUpdate(ctx context.Context, st *planner.Statement) (int64, error) {
-	if st.Kind != planner.KindDDL {
-		return 0, fmt.Errorf("%w: %s statements return rows; execute them as queries", errInvalid, st.Kind)
+// execUpdate runs a statement that returns a row count: DDL or INSERT.
+// argRows are bound parameter rows (nil: none).
+func (s *Server) execUpdate(ctx context.Context, st *planner.Statement, argRows [][]any) (int64, error) {
+	switch st.Kind {
+	case planner.KindDDL:
+		return 0, s.store.Exec(ctx, st.DDL)
+	case planner.KindInsert:
+		return s.execInsert(ctx, st.Insert, argRows)
 	}
-	return 0, s.store.Exec(ctx, st.DDL)
+	return 0, fmt.Errorf("%w: %s statements return rows; execute them as queries", errInvalid, st.Kind)
 }
 
 // flightInfo plans st: DDL is applied now; a scan captures each bucket's
 // committed offsets; a query is described and runs at DoGet.
 func (s *Server) flightInfo(ctx context.Context, st *planner.Statement, handle string, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
 	switch st.Kind {
-	case planner.KindDDL:
-		if err := s.store.Exec(ctx, st.DDL); err != nil {
+	case planner.KindDDL, planner.KindInsert:
+		// Executed as a query (ADBC's execute does that): run it now and
+		// report the row count as the result's total records.
+		var args [][]any
+		if handle != "" {
+			p, err := s.prepared.get(handle)
+			if err != nil {
+				return nil, err
+			}
+			args = p.argRows()
+		}
+		n, err := s.execUpdate(ctx, st, args)
+		if err != nil {
 			return nil, err
 		}
-		return &flight.FlightInfo{Schema: flight.SerializeSchema(emptySchema, s.opts.Mem), FlightDescriptor: desc, TotalRecords: 0, TotalBytes: -1}, nil
+		return &flight.FlightInfo{Schema: flight.SerializeSchema(emptySchema, s.opts.Mem), FlightDescriptor: desc, TotalRecords: n, TotalBytes: -1}, nil
 	case planner.KindScan:
 		return s.scanInfo(ctx, st.Scan, desc)
 	}
@@ -94,6 +111,8 @@ func (s *Server) describe(ctx context.Context, st *planner.Statement) (*arrow.Sc
 	switch st.Kind {
 	case planner.KindDDL:
 		return emptySchema, emptySchema, nil
+	case planner.KindInsert:
+		return s.describeInsert(ctx, st.Insert)
 	case planner.KindScan:
 		t, cols, err := s.resolveScan(ctx, st.Scan)
 		if err != nil {
@@ -122,15 +141,7 @@ func (s *Server) resolveScan(ctx context.Context, ps *planner.PlainScan) (*table
 	}
 	cols := make([]int, len(ps.Columns))
 	for i, name := range ps.Columns {
-		c := def.ColumnIndex(name)
-		if c < 0 {
-			for j, col := range def.Columns {
-				if strings.EqualFold(col.Name, name) {
-					c = j
-					break
-				}
-			}
-		}
+		c := columnIndexFold(def, name)
 		if c < 0 {
 			return nil, nil, fmt.Errorf("%w: column %q not found in table %s", errInvalid, name, def.FullName())
 		}
@@ -185,7 +196,7 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 		return res, err
 	}
 	p := &prepared{sql: req.GetQuery(), stmt: st, dataset: emptySchema, paramsSchema: emptySchema}
-	if st.Kind != planner.KindDDL {
+	if st.Kind != planner.KindDDL && !(st.Kind == planner.KindInsert && s.engine == nil) {
 		if p.dataset, p.paramsSchema, err = s.describe(ctx, st); err != nil {
 			return res, err
 		}
@@ -225,12 +236,17 @@ func (s *Server) DoPutPreparedStatementQuery(_ context.Context, cmd flightsql.Pr
 	if err != nil {
 		return nil, err
 	}
+	var recs []arrow.RecordBatch
 	for rdr.Next() {
-		if err := p.bind(rdr.RecordBatch()); err != nil {
-			return nil, err
-		}
+		rec := rdr.RecordBatch()
+		rec.Retain()
+		defer rec.Release()
+		recs = append(recs, rec)
 	}
 	if err := rdr.Err(); err != nil {
+		return nil, err
+	}
+	if err := p.bind(recs); err != nil {
 		return nil, err
 	}
 	return h, nil
@@ -241,10 +257,58 @@ func (s *Server) DoPutPreparedStatementUpdate(ctx context.Context, cmd flightsql
 	if err != nil {
 		return 0, err
 	}
+	var rows [][]any
 	for rdr.Next() {
+		r, err := paramRows(rdr.RecordBatch())
+		if err != nil {
+			return 0, err
+		}
+		rows = append(rows, r...)
 	}
-	return s.execUpdate(ctx, p.stmt)
+	if err := rdr.Err(); err != nil {
+		return 0, err
+	}
+	if rows == nil {
+		rows = p.argRows()
+	}
+	return s.execUpdate(ctx, p.stmt, rows)
 }
 
-// quoteList is for error messages.
-func quoteList(names []string) string { return "\"" + strings.Join(names, "\", \"") + "\"" }
+// columnIndexFold finds a column by name, exactly or else ignoring case, as
+// DuckDB resolves unquoted names.
+func columnIndexFold(def *catalog.Table, name string) int {
+	if c := def.ColumnIndex(name); c >= 0 {
+		return c
+	}
+	for j, col := range def.Columns {
+		if strings.EqualFold(col.Name, name) {
+			return j
+		}
+	}
+	return -1
+}
+
+// describeInsert returns no result columns and the parameters of the
+// INSERT's source.
+func (s *Server) describeInsert(ctx context.Context, ins *planner.Insert) (*arrow.Schema, *arrow.Schema, error) {
+	if s.engine == nil {
+		return nil, nil, fmt.Errorf("%w: INSERT needs the query engine", errUnsupported)
+	}
+	t, err := s.store.Get(ctx, ins.DB, ins.Table)
+	if err != nil {
+		return nil, nil, err
+	}
+	target, err := insertTarget(t.Def(), ins.Columns)
+	if err != nil {
+		return nil, nil, err
+	}
+	q, err := ins.SourceQuery(target)
+	if err != nil {
+		return nil, nil, err
+	}
+	_, params, err := s.engine.Describe(ctx, q)
+	if params == nil {
+		params = emptySchema
+	}
+	return emptySchema, params, err
+}

@@ -18,6 +18,9 @@ const (
 	KindScan
 	// KindDDL is CREATE / DROP / ALTER, applied to the catalog.
 	KindDDL
+	// KindInsert is INSERT INTO t ...: DuckDB evaluates the source, the
+	// rows are written to the log.
+	KindInsert
 )
 
 // Statement is a classified statement.
@@ -28,6 +31,8 @@ type Statement struct {
 	DDL catalog.Statement
 	// Scan is the table and columns for KindScan.
 	Scan *PlainScan
+	// Insert is the target and source for KindInsert.
+	Insert *Insert
 }
 
 // PlainScan is SELECT * | col, ... FROM [db.]table.
@@ -45,6 +50,12 @@ func Classify(sql string) (*Statement, error) {
 			return nil, err
 		}
 		return &Statement{Kind: KindDDL, SQL: sql, DDL: stmt}, nil
+	}
+	if ins, ok, err := parseInsert(sql); ok {
+		if err != nil {
+			return nil, err
+		}
+		return &Statement{Kind: KindInsert, SQL: sql, Insert: ins}, nil
 	}
 	if s, ok := parsePlainScan(sql); ok {
 		return &Statement{Kind: KindScan, SQL: sql, Scan: s}, nil
@@ -174,6 +185,8 @@ func (k Kind) String() string {
 		return "scan"
 	case KindDDL:
 		return "ddl"
+	case KindInsert:
+		return "insert"
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }

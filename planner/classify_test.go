@@ -49,3 +49,26 @@ func TestClassifyBadDDL(t *testing.T) {
 		t.Fatal("bad DDL classified without error")
 	}
 }
+
+func TestParseInsert(t *testing.T) {
+	for _, tc := range []struct {
+		sql  string
+		want *Insert
+	}{
+		{"INSERT INTO t VALUES (1, 'a')", &Insert{Table: "t", Source: "VALUES (1, 'a')"}},
+		{"insert into Sales.\"Orders\" (id, \"Note\") values (1, 'x');", &Insert{DB: "sales", Table: "Orders", Columns: []string{"id", "Note"}, Source: "values (1, 'x')"}},
+		{"INSERT INTO t (SELECT * FROM u)", &Insert{Table: "t", Source: "(SELECT * FROM u)"}},
+		{"INSERT INTO t SELECT id FROM u WHERE id > ?", &Insert{Table: "t", Source: "SELECT id FROM u WHERE id > ?"}},
+		{"INSERT /* c */ INTO t -- x\n WITH x AS (SELECT 1) SELECT * FROM x", &Insert{Table: "t", Source: "WITH x AS (SELECT 1) SELECT * FROM x"}},
+	} {
+		st, err := Classify(tc.sql)
+		if err != nil || st.Kind != KindInsert || !reflect.DeepEqual(st.Insert, tc.want) {
+			t.Errorf("%q: %+v %v, want %+v", tc.sql, st, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"INSERT t VALUES (1)", "INSERT INTO VALUES (1)", "INSERT INTO t", "INSERT INTO t (a, b)"} {
+		if _, err := Classify(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}

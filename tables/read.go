@@ -83,15 +83,24 @@ func (t *Table) Schema() *arrow.Schema { return t.Def().ArrowSchema() }
 
 // Plan captures a decoded scan of the log: one part per bucket.
 func (t *Table) Plan(ctx context.Context, req scan.Request) (scan.Plan, error) {
+	return t.plan(req, false)
+}
+
+// plan captures a scan of the table, or of its changelog view, whose schema
+// is the table's followed by changelogFields.
+func (t *Table) plan(req scan.Request, changelog bool) (scan.Plan, error) {
 	def := t.Def()
+	schema := def.ArrowSchema()
+	if changelog {
+		schema = changelogSchema(schema)
+	}
 	cols := req.Columns
 	if cols == nil {
-		cols = make([]int, len(def.Columns))
+		cols = make([]int, schema.NumFields())
 		for i := range cols {
 			cols[i] = i
 		}
 	}
-	schema := def.ArrowSchema()
 	fields := make([]arrow.Field, len(cols))
 	for i, c := range cols {
 		if c < 0 || c >= schema.NumFields() {
@@ -99,7 +108,7 @@ func (t *Table) Plan(ctx context.Context, req scan.Request) (scan.Plan, error) {
 		}
 		fields[i] = schema.Field(c)
 	}
-	p := &logPlan{t: t, def: def, cols: cols, schema: arrow.NewSchema(fields, nil)}
+	p := &logPlan{t: t, def: def, cols: cols, schema: arrow.NewSchema(fields, nil), changelog: changelog}
 	for _, r := range t.Snapshot() {
 		p.parts = append(p.parts, &logPart{plan: p, r: r})
 	}
@@ -107,11 +116,12 @@ func (t *Table) Plan(ctx context.Context, req scan.Request) (scan.Plan, error) {
 }
 
 type logPlan struct {
-	t      *Table
-	def    *catalog.Table
-	cols   []int
-	schema *arrow.Schema
-	parts  []scan.Part
+	t         *Table
+	def       *catalog.Table
+	cols      []int
+	schema    *arrow.Schema
+	parts     []scan.Part
+	changelog bool
 }
 
 func (p *logPlan) Schema() *arrow.Schema { return p.schema }
@@ -129,10 +139,9 @@ func (p *logPart) Open(ctx context.Context) (scan.RecordStream, error) {
 	s := &recordStream{ch: make(chan streamItem, 2), cancel: cancel}
 	go func() {
 		defer close(s.ch)
-		dec := newDecoder(p.plan.def, p.plan.cols, p.plan.t.mem)
-		defer dec.release()
+		decode := p.decoder()
 		err := p.plan.t.ReadBatches(ctx, p.r, func(b columnarlog.Batch) error {
-			rec, err := dec.decode(b)
+			rec, err := decode(b)
 			if err != nil {
 				return err
 			}
@@ -194,8 +203,6 @@ type decoder struct {
 func newDecoder(def *catalog.Table, cols []int, mem memory.Allocator) *decoder {
 	return &decoder{def: def, cols: cols, mem: mem}
 }
-
-func (d *decoder) release() {}
 
 func (d *decoder) decode(b columnarlog.Batch) (arrow.RecordBatch, error) {
 	batchSchema, err := d.def.ArrowSchemaAt(b.SchemaID())

@@ -131,9 +131,14 @@ func (s *Store) Get(ctx context.Context, db, name string) (*Table, error) {
 	return s.openTable(def)
 }
 
-// Table resolves a table for the planner.
+// Table resolves a table for the planner; "t$changelog" is t's changelog
+// view.
 func (s *Store) Table(ctx context.Context, db, name string) (scan.Table, error) {
-	t, err := s.Get(ctx, db, name)
+	base, changelog := splitChangelog(name)
+	t, err := s.Get(ctx, db, base)
+	if err == nil && changelog {
+		return changelogView{t}, nil
+	}
 	if errors.Is(err, catalog.ErrTableNotFound) {
 		return nil, fmt.Errorf("%w: %v", scan.ErrTableNotFound, err)
 	}

@@ -1,0 +1,147 @@
+package tables
+
+import (
+	"context"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lakestream/lakestream/columnarlog"
+	"github.com/lakestream/lakestream/internal/scan"
+)
+
+// ChangelogSuffix names a table's bounded changelog view: "t$changelog"
+// holds the rows committed when the query starts, each with where and when
+// it was committed.
+const ChangelogSuffix = "$changelog"
+
+// changelogFields follow the table's columns in the changelog view.
+var changelogFields = []arrow.Field{
+	{Name: "_change_type", Type: arrow.BinaryTypes.String},
+	{Name: "_bucket", Type: arrow.PrimitiveTypes.Int32},
+	{Name: "_offset", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "_commit_timestamp", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
+}
+
+func changelogSchema(s *arrow.Schema) *arrow.Schema {
+	return arrow.NewSchema(append(append([]arrow.Field(nil), s.Fields()...), changelogFields...), nil)
+}
+
+// changeTypeNames are the _change_type values, by columnarlog.ChangeType.
+var changeTypeNames = [...]string{"+A", "+I", "-U", "+U", "-D"}
+
+// changelogView is the scan.Table of "t$changelog".
+type changelogView struct{ t *Table }
+
+func (v changelogView) Name() string          { return v.t.Name() + ChangelogSuffix }
+func (v changelogView) Schema() *arrow.Schema { return changelogSchema(v.t.Def().ArrowSchema()) }
+func (v changelogView) Plan(_ context.Context, req scan.Request) (scan.Plan, error) {
+	return v.t.plan(req, true)
+}
+
+// splitChangelog resolves "t$changelog" to t.
+func splitChangelog(name string) (string, bool) {
+	return strings.CutSuffix(name, ChangelogSuffix)
+}
+
+// decoder returns the part's batch decoder: the table's columns, plus the
+// changelog columns for the changelog view.
+func (p *logPart) decoder() func(columnarlog.Batch) (arrow.RecordBatch, error) {
+	plan := p.plan
+	if !plan.changelog {
+		dec := newDecoder(plan.def, plan.cols, plan.t.mem)
+		return dec.decode
+	}
+	n := len(plan.def.Columns)
+	var user []int
+	for _, c := range plan.cols {
+		if c < n {
+			user = append(user, c)
+		}
+	}
+	dec := newDecoder(plan.def, user, plan.t.mem)
+	return func(b columnarlog.Batch) (arrow.RecordBatch, error) {
+		rec, err := dec.decode(b)
+		if err != nil {
+			return nil, err
+		}
+		defer rec.Release()
+		return withChangelogColumns(rec, b, p.r.Bucket, plan, n)
+	}
+}
+
+// withChangelogColumns builds the record of the requested view columns from
+// the decoded table columns and the batch's header.
+func withChangelogColumns(rec arrow.RecordBatch, b columnarlog.Batch, bucket int, plan *logPlan, n int) (arrow.RecordBatch, error) {
+	rows := int(rec.NumRows())
+	mem := plan.t.mem
+	cols := make([]arrow.Array, len(plan.cols))
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	j := 0
+	for i, c := range plan.cols {
+		if c < n {
+			cols[i] = rec.Column(j)
+			cols[i].Retain()
+			j++
+			continue
+		}
+		a, err := changelogColumn(c-n, b, bucket, rows, mem)
+		if err != nil {
+			return nil, err
+		}
+		cols[i] = a
+	}
+	return array.NewRecordBatch(plan.schema, cols, int64(rows)), nil
+}
+
+func changelogColumn(which int, b columnarlog.Batch, bucket, rows int, mem memory.Allocator) (arrow.Array, error) {
+	switch which {
+	case 0:
+		cts, err := b.ChangeTypes()
+		if err != nil {
+			return nil, err
+		}
+		sb := array.NewStringBuilder(mem)
+		defer sb.Release()
+		sb.Reserve(rows)
+		for i := 0; i < rows; i++ {
+			ct := columnarlog.AppendOnly
+			if cts != nil {
+				ct = columnarlog.ChangeType(cts[i])
+			}
+			sb.Append(changeTypeNames[ct])
+		}
+		return sb.NewArray(), nil
+	case 1:
+		ib := array.NewInt32Builder(mem)
+		defer ib.Release()
+		ib.Reserve(rows)
+		for i := 0; i < rows; i++ {
+			ib.UnsafeAppend(int32(bucket))
+		}
+		return ib.NewArray(), nil
+	case 2:
+		ob := array.NewInt64Builder(mem)
+		defer ob.Release()
+		ob.Reserve(rows)
+		for i := 0; i < rows; i++ {
+			ob.UnsafeAppend(b.BaseOffset() + int64(i))
+		}
+		return ob.NewArray(), nil
+	}
+	tb := array.NewTimestampBuilder(mem, changelogFields[3].Type.(*arrow.TimestampType))
+	defer tb.Release()
+	tb.Reserve(rows)
+	for i := 0; i < rows; i++ {
+		tb.UnsafeAppend(arrow.Timestamp(b.CommitTimestamp()))
+	}
+	return tb.NewArray(), nil
+}
