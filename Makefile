@@ -1,7 +1,9 @@
 # Lakestream. `make run` starts a node on the embedded defaults; `make test`
 # runs every test, the Python client interop tests included. Everything they
 # need is installed here: Go modules, and a Python virtualenv with pinned
-# client packages in .venv.
+# client packages in .venv. The JDBC smoke test also needs a JDK and Maven
+# (it fetches the driver jar into .cache/jdbc once) and is skipped, saying
+# so, without them.
 
 GO      ?= go
 PYTHON  ?= python3
@@ -33,12 +35,16 @@ vet:
 	  if [ -n "$$out" ]; then echo "gofmt wants changes in:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-test-go:
+# tests/adbcgo runs the server binary: LAKESTREAM_BIN points it at the one
+# just built (without it, the test builds its own).
+test-go: build
 	$(GO) test -race -count=1 $(RACE_PKGS)
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /columnarlog -e /tables -e /flightsrv -e /internal/ -e /catalog -e /node -e '/planner$$')
+	LAKESTREAM_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 $$($(GO) list ./... | grep -v -e /columnarlog -e /tables -e /flightsrv -e /internal/ -e /catalog -e /node -e '/planner$$')
 
+# -rs prints why a test was skipped (test_jdbc.py without a JDK or Maven);
+# test_jdbc.py fetches the JDBC driver into .cache/jdbc on its first run.
 test-py: venv build
-	LAKESTREAM_BIN=$(CURDIR)/$(BIN) $(PY) -m pytest -q -p no:cacheprovider tests/interop
+	LAKESTREAM_BIN=$(CURDIR)/$(BIN) $(PY) -m pytest -q -rs -p no:cacheprovider tests/interop
 
 venv: $(VENV)/.installed
 

@@ -49,6 +49,8 @@ type Log struct {
 	committed atomic.Int64
 	// notify is closed and replaced whenever committed advances.
 	notify atomic.Pointer[chan struct{}]
+	// done is closed by Close, to release readers waiting on notify.
+	done chan struct{}
 
 	// sync serialises fsyncs of the active segment and carries the group
 	// commit of standalone logs.
@@ -80,8 +82,12 @@ func (l *Log) Start() int64 {
 }
 
 // Notify returns a channel closed the next time Committed advances, so
-// readers wait for new data without polling.
+// readers wait for new data without polling. Take it before reading, so
+// that a commit between the read and the wait is not missed.
 func (l *Log) Notify() <-chan struct{} { return *l.notify.Load() }
+
+// Done is closed when the log is closed: no more data will come.
+func (l *Log) Done() <-chan struct{} { return l.done }
 
 func (l *Log) publish(committed int64) {
 	for {
@@ -303,6 +309,7 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.mu.closed = true
+	close(l.done)
 	var errs []error
 	if len(l.mu.segments) > 0 && l.mu.err == nil && l.opts.Sync == SyncAlways {
 		if err := l.mu.segments[len(l.mu.segments)-1].f.Sync(); err != nil {

@@ -19,7 +19,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("open log %s: %w", dir, err)
 	}
-	l := &Log{dir: dir, opts: opts}
+	l := &Log{dir: dir, opts: opts, done: make(chan struct{})}
 	ch := make(chan struct{})
 	l.notify.Store(&ch)
 	if err := l.recover(); err != nil {

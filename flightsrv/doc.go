@@ -3,7 +3,9 @@
 // DoPut and DoGet with Lakestream's own descriptors and tickets.
 //
 // Scans are served by forwarding the stored, already compressed Arrow
-// messages as FlightData, with column projection done on the encoded bytes.
+// messages as FlightData, with column projection done on the encoded bytes;
+// a client that cannot read compressed bodies (the JDBC driver) gets them
+// re-encoded uncompressed (plain.go, the lakestream-compression header).
 // Every incoming message is checked (sizes, buffer bounds, claimed
 // uncompressed sizes) before anything is decoded. errors.go is the one place
 // that maps errors to gRPC status codes.

@@ -21,7 +21,8 @@ func (s *Server) doGet(raw []byte, stream flight.FlightService_DoGetServer) erro
 	}
 	ctx := stream.Context()
 	// Checked for every ticket so that a bad header fails the same way
-	// everywhere; only scans can be compressed (query results never are).
+	// everywhere; only scans forward stored, compressed batches (query and
+	// change streams are written uncompressed).
 	plain, why, err := plainRequested(ctx)
 	if err != nil {
 		return err
@@ -34,6 +35,8 @@ func (s *Server) doGet(raw []byte, stream flight.FlightService_DoGetServer) erro
 		return s.streamScan(ctx, tk, plain, stream)
 	case "query":
 		return s.streamQuery(ctx, tk.SQL, nil, stream)
+	case "changes":
+		return s.streamChanges(ctx, tk, stream)
 	case "prepared":
 		p, err := s.prepared.get(tk.Handle)
 		if err != nil {

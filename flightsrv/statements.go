@@ -84,6 +84,8 @@ func (s *Server) flightInfo(ctx context.Context, st *planner.Statement, handle s
 		return &flight.FlightInfo{Schema: flight.SerializeSchema(emptySchema, s.opts.Mem), FlightDescriptor: desc, TotalRecords: n, TotalBytes: -1}, nil
 	case planner.KindScan:
 		return s.scanInfo(ctx, st.Scan, desc)
+	case planner.KindChanges:
+		return s.changesInfo(ctx, st.Changes, desc)
 	}
 	schema, _, err := s.describe(ctx, st)
 	if err != nil {
@@ -113,6 +115,12 @@ func (s *Server) describe(ctx context.Context, st *planner.Statement) (*arrow.Sc
 		return emptySchema, emptySchema, nil
 	case planner.KindInsert:
 		return s.describeInsert(ctx, st.Insert)
+	case planner.KindChanges:
+		t, cols, err := s.resolveChanges(ctx, st.Changes)
+		if err != nil {
+			return nil, nil, err
+		}
+		return projectSchema(t.ChangelogSchema(), cols), emptySchema, nil
 	case planner.KindScan:
 		t, cols, err := s.resolveScan(ctx, st.Scan)
 		if err != nil {

@@ -19,7 +19,7 @@ var ticketMagic = []byte("LSTK1")
 const maxTicketBytes = 64 << 10
 
 type ticket struct {
-	Kind string `json:"kind"` // "scan", "query" or "prepared"
+	Kind string `json:"kind"` // "scan", "query", "prepared" or "changes" (Ranges' To is -1: unbounded)
 	// scan
 	Table  int64          `json:"table,omitempty"`
 	Schema int32          `json:"schema,omitempty"`
@@ -50,7 +50,7 @@ func decodeTicket(b []byte) (*ticket, error) {
 		return nil, fmt.Errorf("%w: malformed ticket: %v", errInvalid, err)
 	}
 	switch t.Kind {
-	case "scan", "query", "prepared":
+	case "scan", "query", "prepared", "changes":
 	default:
 		return nil, fmt.Errorf("%w: ticket of unknown kind %q", errInvalid, t.Kind)
 	}

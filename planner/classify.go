@@ -21,6 +21,8 @@ const (
 	// KindInsert is INSERT INTO t ...: DuckDB evaluates the source, the
 	// rows are written to the log.
 	KindInsert
+	// KindChanges is a subscription: SELECT ... FROM changes(...).
+	KindChanges
 )
 
 // Statement is a classified statement.
@@ -33,6 +35,8 @@ type Statement struct {
 	Scan *PlainScan
 	// Insert is the target and source for KindInsert.
 	Insert *Insert
+	// Changes is the subscription for KindChanges.
+	Changes *Changes
 }
 
 // PlainScan is SELECT * | col, ... FROM [db.]table.
@@ -56,6 +60,12 @@ func Classify(sql string) (*Statement, error) {
 			return nil, err
 		}
 		return &Statement{Kind: KindInsert, SQL: sql, Insert: ins}, nil
+	}
+	if c, ok, err := parseChanges(sql); ok {
+		if err != nil {
+			return nil, err
+		}
+		return &Statement{Kind: KindChanges, SQL: sql, Changes: c}, nil
 	}
 	if s, ok := parsePlainScan(sql); ok {
 		return &Statement{Kind: KindScan, SQL: sql, Scan: s}, nil
@@ -187,6 +197,8 @@ func (k Kind) String() string {
 		return "ddl"
 	case KindInsert:
 		return "insert"
+	case KindChanges:
+		return "subscription"
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }

@@ -1,0 +1,227 @@
+package flightsrv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+
+	"github.com/lakestream/lakestream/columnarlog"
+	"github.com/lakestream/lakestream/planner"
+	"github.com/lakestream/lakestream/tables"
+)
+
+// changesInfo plans a subscription: it resolves the start position of every
+// bucket now ('latest' means the rows committed after this call) and
+// splits the buckets into the asked number of endpoints, each an unbounded
+// stream.
+func (s *Server) changesInfo(ctx context.Context, c *planner.Changes, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	t, cols, err := s.resolveChanges(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	starts, err := startOffsets(t, c)
+	if err != nil {
+		return nil, err
+	}
+	info := &flight.FlightInfo{
+		Schema:           flight.SerializeSchema(projectSchema(t.ChangelogSchema(), cols), s.opts.Mem),
+		FlightDescriptor: desc,
+		TotalRecords:     -1,
+		TotalBytes:       -1,
+	}
+	groups := min(c.Endpoints, len(starts))
+	for g := 0; g < groups; g++ {
+		tk := &ticket{Kind: "changes", Table: t.Def().ID, Cols: cols}
+		for i := g; i < len(starts); i += groups {
+			tk.Ranges = append(tk.Ranges, starts[i])
+		}
+		raw, err := tk.encode()
+		if err != nil {
+			return nil, err
+		}
+		info.Endpoint = append(info.Endpoint, &flight.FlightEndpoint{Ticket: &flight.Ticket{Ticket: raw}})
+	}
+	return info, nil
+}
+
+// resolveChanges finds the table and the selected changelog columns.
+func (s *Server) resolveChanges(ctx context.Context, c *planner.Changes) (*tables.Table, []int, error) {
+	t, err := s.store.Get(ctx, c.DB, c.Table)
+	if err != nil {
+		return nil, nil, err
+	}
+	schema := t.ChangelogSchema()
+	if c.Columns == nil {
+		cols := make([]int, schema.NumFields())
+		for i := range cols {
+			cols[i] = i
+		}
+		return t, cols, nil
+	}
+	cols := make([]int, len(c.Columns))
+	for i, name := range c.Columns {
+		cols[i] = fieldIndexFold(schema, name)
+		if cols[i] < 0 {
+			return nil, nil, fmt.Errorf("%w: column %q not found in changes of %s", errInvalid, name, t.Name())
+		}
+	}
+	return t, cols, nil
+}
+
+func fieldIndexFold(s *arrow.Schema, name string) int {
+	for i, f := range s.Fields() {
+		if f.Name == name {
+			return i
+		}
+	}
+	for i, f := range s.Fields() {
+		if strings.EqualFold(f.Name, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// startOffsets resolves each bucket's first offset.
+func startOffsets(t *tables.Table, c *planner.Changes) ([]tables.Range, error) {
+	lg := t.Log()
+	n := lg.Buckets()
+	out := make([]tables.Range, n)
+	ends := lg.CommittedEnds()
+	var listed map[int]int64
+	var at int64
+	switch {
+	case c.StartTime:
+		ts, err := parseTimestamp(c.Start)
+		if err != nil {
+			return nil, err
+		}
+		at = ts.UnixMicro()
+	case strings.EqualFold(c.Start, "earliest"), strings.EqualFold(c.Start, "latest"):
+	default:
+		var err error
+		if listed, err = planner.ParseOffsets(c.Start); err != nil {
+			return nil, fmt.Errorf("%w: %v", errInvalid, err)
+		}
+		for b := range listed {
+			if b >= n {
+				return nil, fmt.Errorf("%w: changes(): bucket %d does not exist (the table has %d)", errInvalid, b, n)
+			}
+		}
+	}
+	for b := range out {
+		l := lg.Bucket(b)
+		st := l.Stats()
+		from := st.Start
+		switch {
+		case c.StartTime:
+			off, err := l.OffsetForTime(at)
+			if err != nil {
+				return nil, err
+			}
+			from = max(off, st.Start)
+		case strings.EqualFold(c.Start, "latest"):
+			from = ends[b]
+		case listed != nil:
+			if off, ok := listed[b]; ok {
+				from = off
+			}
+		}
+		if from < st.Start || from > ends[b] {
+			return nil, fmt.Errorf("changes(): bucket %d offset %d: the log holds [%d, %d): %w", b, from, st.Start, ends[b], columnarlog.ErrOffsetOutOfRange)
+		}
+		out[b] = tables.Range{Bucket: b, From: from, To: -1}
+	}
+	return out, nil
+}
+
+// parseTimestamp reads the TIMESTAMP literals users write.
+func parseTimestamp(s string) (time.Time, error) {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999Z07:00", "2006-01-02 15:04:05.999999999Z07",
+		"2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999", "2006-01-02"} {
+		if t, err := time.Parse(layout, strings.TrimSpace(s)); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%w: changes(): timestamp %q: want e.g. '2026-01-02 15:04:05' (UTC) or with an offset", errInvalid, s)
+}
+
+// streamChanges follows the ticket's buckets and sends their rows as they
+// commit, until the client goes away. Each bucket is read by its own
+// goroutine into a small channel; the channel and gRPC's flow control are
+// all the buffering there is, so a slow client holds a few batches of
+// memory and slows only its own readers, never the writers.
+func (s *Server) streamChanges(ctx context.Context, tk *ticket, stream flight.FlightService_DoGetServer) error {
+	t, err := s.store.ByID(ctx, tk.Table)
+	if err != nil {
+		return err
+	}
+	schema := t.ChangelogSchema()
+	for _, c := range tk.Cols {
+		if c < 0 || c >= schema.NumFields() {
+			return fmt.Errorf("%w: ticket column %d out of range", errInvalid, c)
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	out := make(chan arrow.RecordBatch, 4)
+	errc := make(chan error, len(tk.Ranges))
+	for _, r := range tk.Ranges {
+		go func() { errc <- t.Follow(ctx, r.Bucket, r.From, tk.Cols, out) }()
+	}
+	w := flight.NewRecordWriter(stream, ipc.WithSchema(projectSchema(schema, tk.Cols)), ipc.WithAllocator(s.opts.Mem))
+	defer w.Close()
+	// An empty first message carries the schema at once, so a client's
+	// execute returns before the first row arrives.
+	empty := emptyRecord(projectSchema(schema, tk.Cols), s)
+	err = w.Write(empty)
+	empty.Release()
+	if err != nil {
+		return err
+	}
+	defer drain(out, cancel)
+	for {
+		select {
+		case rec := <-out:
+			err := w.Write(rec)
+			rec.Release()
+			if err != nil {
+				return err
+			}
+		case err := <-errc:
+			if errors.Is(err, context.Canceled) {
+				return nil
+			}
+			return err
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// drain releases what the followers still send after the stream ended.
+func drain(out chan arrow.RecordBatch, cancel context.CancelFunc) {
+	cancel()
+	for {
+		select {
+		case rec := <-out:
+			rec.Release()
+		default:
+			return
+		}
+	}
+}
+
+// emptyRecord is a zero-row record of schema.
+func emptyRecord(schema *arrow.Schema, s *Server) arrow.RecordBatch {
+	b := array.NewRecordBuilder(s.opts.Mem, schema)
+	defer b.Release()
+	return b.NewRecordBatch()
+}

@@ -1,0 +1,163 @@
+package planner
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Changes is SELECT <columns> FROM changes('[db.]table', start [, endpoints]):
+// an unbounded stream of the rows committed to a table from a start
+// position on, each with _change_type, _bucket, _offset and
+// _commit_timestamp.
+type Changes struct {
+	DB, Table string
+	// Columns are the selected names; nil means *.
+	Columns []string
+	// Start is 'earliest', 'latest', '<bucket>:<offset>,...' or, when
+	// StartTime is set, the text of a TIMESTAMP literal.
+	Start     string
+	StartTime bool
+	// Endpoints splits the buckets into this many endpoints, each an
+	// independent stream. Default 1: clients such as ADBC read endpoints
+	// one after the other, which never ends for an unbounded stream.
+	Endpoints int
+}
+
+var changesCall = regexp.MustCompile(`(?i)\bchanges\s*\(`)
+
+// mentionsChanges reports whether sql calls changes(), so that a query the
+// stream path cannot serve gets a clear refusal rather than DuckDB's
+// "unknown function".
+func mentionsChanges(sql string) bool { return changesCall.MatchString(sql) }
+
+// errUnboundedQuery explains what an unbounded stream supports.
+var errUnboundedQuery = fmt.Errorf("changes() is an unbounded stream: select columns from it " +
+	"(SELECT a, b, _offset FROM changes('t', 'latest')); WHERE, aggregates, ORDER BY, joins and " +
+	"subqueries over it are not supported — query the table or \"t$changelog\" for bounded results")
+
+// parseChanges parses the subscription form; ok is false when sql is some
+// other statement.
+func parseChanges(sql string) (*Changes, bool, error) {
+	if !mentionsChanges(sql) {
+		return nil, false, nil
+	}
+	s := &scanner{src: sql}
+	if !s.keyword("select") {
+		return nil, true, errUnboundedQuery
+	}
+	c := &Changes{Endpoints: 1}
+	if !s.punct('*') {
+		cols, ok := s.selectList()
+		if !ok {
+			return nil, true, errUnboundedQuery
+		}
+		c.Columns = cols
+	}
+	if !s.keyword("from") || !s.keyword("changes") || !s.punct('(') {
+		return nil, true, errUnboundedQuery
+	}
+	name, ok := s.str()
+	if !ok || !s.punct(',') {
+		return nil, true, fmt.Errorf("changes(): the first argument is the table name as a string, e.g. changes('events', 'latest')")
+	}
+	c.DB, c.Table = splitTableName(name)
+	if s.keyword("timestamp") || s.keyword("timestamptz") {
+		c.StartTime = true
+	}
+	if c.Start, ok = s.str(); !ok {
+		return nil, true, fmt.Errorf("changes(): the start is 'earliest', 'latest', TIMESTAMP '...' or '<bucket>:<offset>,...'")
+	}
+	if s.punct(',') {
+		n, ok := s.number()
+		if !ok || n < 1 || n > 1024 {
+			return nil, true, fmt.Errorf("changes(): the third argument is the number of endpoints, 1 to 1024")
+		}
+		c.Endpoints = n
+	}
+	if !s.punct(')') {
+		return nil, true, errUnboundedQuery
+	}
+	s.punct(';')
+	s.skipSpace()
+	if s.pos != len(s.src) {
+		return nil, true, errUnboundedQuery
+	}
+	return c, true, nil
+}
+
+// splitTableName splits "db.table"; names are folded like unquoted SQL names.
+func splitTableName(name string) (db, table string) {
+	name = strings.TrimSpace(name)
+	if i := strings.LastIndexByte(name, '.'); i > 0 {
+		return strings.ToLower(name[:i]), strings.ToLower(name[i+1:])
+	}
+	return "", strings.ToLower(name)
+}
+
+// selectList reads "a, b, c" up to FROM.
+func (s *scanner) selectList() ([]string, bool) {
+	var out []string
+	for {
+		id, ok := s.ident()
+		if !ok || strings.EqualFold(id, "from") {
+			return nil, false
+		}
+		out = append(out, id)
+		if !s.punct(',') {
+			return out, true
+		}
+	}
+}
+
+// str reads a single-quoted SQL string.
+func (s *scanner) str() (string, bool) {
+	s.skipSpace()
+	if s.pos >= len(s.src) || s.src[s.pos] != '\'' {
+		return "", false
+	}
+	var b strings.Builder
+	for i := s.pos + 1; i < len(s.src); i++ {
+		if s.src[i] == '\'' {
+			if i+1 < len(s.src) && s.src[i+1] == '\'' {
+				b.WriteByte('\'')
+				i++
+				continue
+			}
+			s.pos = i + 1
+			return b.String(), true
+		}
+		b.WriteByte(s.src[i])
+	}
+	return "", false
+}
+
+// number reads a non-negative integer.
+func (s *scanner) number() (int, bool) {
+	s.skipSpace()
+	start := s.pos
+	for s.pos < len(s.src) && s.src[s.pos] >= '0' && s.src[s.pos] <= '9' {
+		s.pos++
+	}
+	n, err := strconv.Atoi(s.src[start:s.pos])
+	return n, err == nil
+}
+
+// ParseOffsets reads '<bucket>:<offset>,...' start positions.
+func ParseOffsets(s string) (map[int]int64, error) {
+	out := map[int]int64{}
+	for _, part := range strings.Split(s, ",") {
+		b, o, ok := strings.Cut(strings.TrimSpace(part), ":")
+		bucket, err1 := strconv.Atoi(strings.TrimSpace(b))
+		off, err2 := strconv.ParseInt(strings.TrimSpace(o), 10, 64)
+		if !ok || err1 != nil || err2 != nil || bucket < 0 || off < 0 {
+			return nil, fmt.Errorf("changes(): start %q: want 'earliest', 'latest', a TIMESTAMP or '<bucket>:<offset>,...' with non-negative numbers", s)
+		}
+		if _, dup := out[bucket]; dup {
+			return nil, fmt.Errorf("changes(): start %q names bucket %d twice", s, bucket)
+		}
+		out[bucket] = off
+	}
+	return out, nil
+}

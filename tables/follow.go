@@ -1,0 +1,85 @@
+package tables
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/lakestream/lakestream/columnarlog"
+	"github.com/lakestream/lakestream/internal/scan"
+)
+
+// ChangelogSchema is the schema of the table's changelog: its columns
+// followed by _change_type, _bucket, _offset and _commit_timestamp.
+func (t *Table) ChangelogSchema() *arrow.Schema { return changelogSchema(t.Def().ArrowSchema()) }
+
+// Follow streams bucket's rows from offset from on, with the changelog
+// columns cols (indexes into ChangelogSchema), sending each decoded record
+// to out as soon as it is committed. It never ends on its own: it waits for
+// new commits (no polling) until ctx ends or the table is closed. out is
+// the only buffer: a slow receiver slows this reader, never the writers.
+func (t *Table) Follow(ctx context.Context, bucket int, from int64, cols []int, out chan<- arrow.RecordBatch) error {
+	if bucket < 0 || bucket >= t.log.Buckets() {
+		return fmt.Errorf("follow %s: bucket %d out of range", t.Name(), bucket)
+	}
+	l := t.log.Bucket(bucket)
+	p, err := t.plan(scan.Request{Columns: cols}, true)
+	if err != nil {
+		return err
+	}
+	part := &logPart{plan: p.(*logPlan), r: Range{Bucket: bucket}}
+	decode := part.decoder()
+	rd, err := l.NewReader(from)
+	if err != nil {
+		return fmt.Errorf("follow %s bucket %d: %w", t.Name(), bucket, err)
+	}
+	defer rd.Close()
+	var buf []byte
+	for {
+		wake := l.Notify()
+		batches, nbuf, err := rd.Next(buf[:0], 1<<20)
+		if err != nil {
+			return err
+		}
+		buf = nbuf
+		for _, b := range batches {
+			if err := sendFrom(ctx, b, from, decode, out); err != nil {
+				return err
+			}
+		}
+		if len(batches) > 0 {
+			continue
+		}
+		select {
+		case <-wake:
+		case <-l.Done():
+			return fmt.Errorf("follow %s: table closed", t.Name())
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// sendFrom decodes b and sends its rows at or after offset from.
+func sendFrom(ctx context.Context, b columnarlog.Batch, from int64, decode func(columnarlog.Batch) (arrow.RecordBatch, error), out chan<- arrow.RecordBatch) error {
+	if b.NextOffset() <= from {
+		return nil
+	}
+	rec, err := decode(b)
+	if err != nil {
+		return err
+	}
+	if skip := from - b.BaseOffset(); skip > 0 {
+		cut := rec.NewSlice(skip, rec.NumRows())
+		rec.Release()
+		rec = cut
+	}
+	select {
+	case out <- rec:
+		return nil
+	case <-ctx.Done():
+		rec.Release()
+		return ctx.Err()
+	}
+}
