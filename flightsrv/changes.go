@@ -11,6 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/lakestream/lakestream/columnarlog"
 	"github.com/lakestream/lakestream/planner"
@@ -202,6 +204,8 @@ func (s *Server) streamChanges(ctx context.Context, tk *ticket, stream flight.Fl
 			return err
 		case <-ctx.Done():
 			return nil
+		case <-s.stopping:
+			return status.Error(codes.Unavailable, "server shutting down: resume from the last offsets received")
 		}
 	}
 }

@@ -3,6 +3,7 @@ package flightsrv
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -11,6 +12,8 @@ import (
 	"github.com/lakestream/lakestream/columnarlog"
 	"github.com/lakestream/lakestream/internal/arrowmsg"
 	"github.com/lakestream/lakestream/internal/scan"
+	"github.com/lakestream/lakestream/planner"
+	"github.com/lakestream/lakestream/planner/duck"
 	"github.com/lakestream/lakestream/tables"
 )
 
@@ -25,8 +28,11 @@ func toStatus(err error) error {
 	}
 	var se *tables.SchemaError
 	var syn *catalog.SyntaxError
+	var de *duck.Error
 	code := codes.Internal
 	switch {
+	case errors.As(err, &de) && de.Err == nil:
+		code = duckCode(de.Msg)
 	case errors.Is(err, context.Canceled):
 		code = codes.Canceled
 	case errors.Is(err, context.DeadlineExceeded):
@@ -40,7 +46,8 @@ func toStatus(err error) error {
 	case errors.Is(err, catalog.ErrDatabaseNotEmpty):
 		code = codes.FailedPrecondition
 	case errors.As(err, &se), errors.As(err, &syn), errors.Is(err, catalog.ErrInvalid),
-		errors.Is(err, arrowmsg.ErrMalformed), errors.Is(err, errInvalid):
+		errors.Is(err, arrowmsg.ErrMalformed), errors.Is(err, errInvalid), errors.Is(err, planner.ErrInvalid),
+		errors.Is(err, duck.ErrNotQuery):
 		code = codes.InvalidArgument
 	case errors.Is(err, arrowmsg.ErrTooLarge), errors.Is(err, columnarlog.ErrBatchTooLarge):
 		code = codes.ResourceExhausted
@@ -50,6 +57,24 @@ func toStatus(err error) error {
 		code = codes.Unimplemented
 	}
 	return status.Error(code, err.Error())
+}
+
+// duckCode maps DuckDB's error classes, which lead its messages, to codes:
+// what a query got wrong is the client's to fix.
+func duckCode(msg string) codes.Code {
+	switch {
+	case strings.HasPrefix(msg, "Catalog Error: Table") && strings.Contains(msg, "does not exist"):
+		return codes.NotFound
+	case strings.HasPrefix(msg, "Permission Error"):
+		return codes.PermissionDenied
+	case strings.HasPrefix(msg, "Not implemented Error"):
+		return codes.Unimplemented
+	case strings.HasPrefix(msg, "Out of Memory Error"):
+		return codes.ResourceExhausted
+	case strings.HasPrefix(msg, "INTERNAL Error"), strings.HasPrefix(msg, "FATAL Error"), strings.HasPrefix(msg, "IO Error"):
+		return codes.Internal
+	}
+	return codes.InvalidArgument // parser, binder, catalog, conversion, constraint, out-of-range, invalid input
 }
 
 var (

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -78,12 +79,14 @@ type Server struct {
 	store    *tables.Store
 	engine   QueryEngine // nil: only DDL and plain scans
 	prepared *preparedStore
+	stopping chan struct{} // closed by Shutdown
+	stopOnce sync.Once
 }
 
 // New returns a server over store; engine may be nil.
 func New(store *tables.Store, engine QueryEngine, opts Options) (*Server, error) {
 	opts.ensureDefaults()
-	s := &Server{opts: opts, store: store, engine: engine, prepared: newPreparedStore(opts.PreparedTTL)}
+	s := &Server{opts: opts, store: store, engine: engine, prepared: newPreparedStore(opts.PreparedTTL), stopping: make(chan struct{})}
 	if err := s.registerSqlInfo(); err != nil {
 		return nil, err
 	}
@@ -193,3 +196,8 @@ func pathTable(path []string) (db, name string, err error) {
 	}
 	return "", "", fmt.Errorf("%w: descriptor path %q: want [table] or [database, table]", errInvalid, path)
 }
+
+// Shutdown ends the unbounded streams (subscriptions) with Unavailable, so a
+// graceful stop of the gRPC server does not wait for them: their clients
+// resume from the offsets they saw, on this node once it is back.
+func (s *Server) Shutdown() { s.stopOnce.Do(func() { close(s.stopping) }) }

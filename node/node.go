@@ -122,6 +122,7 @@ func (n *Node) Serve(ctx context.Context) error {
 	}
 	n.cfg.Logger.Info("shutting down")
 	stopBG()
+	n.flight.Shutdown()
 	stopped := make(chan struct{})
 	go func() { g.GracefulStop(); close(stopped) }()
 	select {

@@ -1,12 +1,17 @@
 package planner
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"unicode"
 
 	"github.com/lakestream/lakestream/catalog"
 )
+
+// ErrInvalid is wrapped by every error about a statement the planner
+// cannot accept as written.
+var ErrInvalid = errors.New("invalid statement")
 
 // Kind is what a statement is.
 type Kind int
@@ -57,13 +62,13 @@ func Classify(sql string) (*Statement, error) {
 	}
 	if ins, ok, err := parseInsert(sql); ok {
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 		return &Statement{Kind: KindInsert, SQL: sql, Insert: ins}, nil
 	}
 	if c, ok, err := parseChanges(sql); ok {
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 		return &Statement{Kind: KindChanges, SQL: sql, Changes: c}, nil
 	}
