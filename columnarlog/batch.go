@@ -22,7 +22,7 @@ import (
 //	    35    8  WriterId         int64   0 = no idempotence
 //	    43    4  WriterSeq        int32
 //	    47    4  RecordCount      int32
-//	    51       [stats section]        if AttrHasStats: uint32 length, then that many bytes
+//	    51       [stats section]        if AttrHasStats: uint32 length, then that many bytes (stats.go)
 //	             [change types]         if AttrHasChangeTypes: RecordCount bytes, one ChangeType each
 //	             arrow message          one encapsulated Arrow IPC RecordBatch message:
 //	                                    0xFFFFFFFF | int32 metadata length | flatbuffer | body
@@ -241,7 +241,8 @@ func FinishBatch(b []byte, h Header) (Batch, error) {
 	return Batch(b), nil
 }
 
-// NewBatch builds a batch from its parts in one allocation.
+// NewBatch builds a batch from its parts in one allocation. stats, if not
+// nil, is an encoded statistics section (EncodeStats).
 func NewBatch(h Header, stats, changeTypes, arrowMsg []byte) (Batch, error) {
 	if changeTypes != nil {
 		if len(changeTypes) != int(h.RecordCount) {

@@ -75,6 +75,16 @@ func (t *Table) ReadBatches(ctx context.Context, r Range, fn func(columnarlog.Ba
 	}
 }
 
+// EstimatedRows is the number of rows a scan started now would read,
+// before pruning: the offsets below each bucket's committed end.
+func (t *Table) EstimatedRows() int64 {
+	var n int64
+	for _, r := range t.Snapshot() {
+		n += r.To - r.From
+	}
+	return n
+}
+
 // Name is "db.table".
 func (t *Table) Name() string { return t.Def().FullName() }
 
@@ -108,7 +118,11 @@ func (t *Table) plan(req scan.Request, changelog bool) (scan.Plan, error) {
 		}
 		fields[i] = schema.Field(c)
 	}
-	p := &logPlan{t: t, def: def, cols: cols, schema: arrow.NewSchema(fields, nil), changelog: changelog}
+	prune, err := newPruner(def, schema, req.Filters)
+	if err != nil {
+		return nil, fmt.Errorf("scan %s: %w", def.FullName(), err)
+	}
+	p := &logPlan{t: t, def: def, cols: cols, schema: arrow.NewSchema(fields, nil), changelog: changelog, prune: prune}
 	for _, r := range t.Snapshot() {
 		p.parts = append(p.parts, &logPart{plan: p, r: r})
 	}
@@ -122,6 +136,9 @@ type logPlan struct {
 	schema    *arrow.Schema
 	parts     []scan.Part
 	changelog bool
+	// prune skips batches that cannot hold a row the filters accept; nil
+	// without filters (prune.go).
+	prune *pruner
 }
 
 func (p *logPlan) Schema() *arrow.Schema { return p.schema }
@@ -132,15 +149,22 @@ type logPart struct {
 	r    Range
 }
 
-// Open streams the part's batches, projected on the encoded bytes and then
-// decoded, from a goroutine that stops when the stream is closed.
+// Open streams the part's batches, those the filters do not rule out,
+// projected on the encoded bytes and then decoded, from a goroutine that
+// stops when the stream is closed.
 func (p *logPart) Open(ctx context.Context) (scan.RecordStream, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &recordStream{ch: make(chan streamItem, 2), cancel: cancel}
 	go func() {
 		defer close(s.ch)
 		decode := p.decoder()
+		prune := p.plan.prune
 		err := p.plan.t.ReadBatches(ctx, p.r, func(b columnarlog.Batch) error {
+			if prune != nil {
+				if ok, err := prune.mayMatch(b, p.r.Bucket); err != nil || !ok {
+					return err
+				}
+			}
 			rec, err := decode(b)
 			if err != nil {
 				return err

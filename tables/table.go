@@ -136,18 +136,24 @@ func codecOf(c catalog.Compression) arrowmsg.Codec {
 	return arrowmsg.CodecZstd
 }
 
-// encodeBatch compresses rec once, into a log batch.
+// encodeBatch compresses rec once, into a log batch with the statistics of
+// its columns. The batch is built in place: header, statistics, then the
+// Arrow message appended after them, with no copy of the message.
 func encodeBatch(rec arrow.RecordBatch, schemaID int32, codec arrowmsg.Codec, mem memory.Allocator) (columnarlog.Batch, error) {
 	if rec.NumRows() > 1<<31-1 {
 		return nil, fmt.Errorf("%d rows in one record, over the 2^31-1 limit", rec.NumRows())
 	}
 	buf, start := columnarlog.StartBatch(nil)
-	buf, err := arrowmsg.AppendRecordBatch(buf, rec, codec, mem)
+	buf, err := columnarlog.AppendStatsSection(buf, computeStats(rec))
+	if err != nil {
+		return nil, err
+	}
+	buf, err = arrowmsg.AppendRecordBatch(buf, rec, codec, mem)
 	if err != nil {
 		return nil, err
 	}
 	return columnarlog.FinishBatch(buf[start:], columnarlog.Header{
-		Attributes:  int16(codec) & columnarlog.AttrCodecMask,
+		Attributes:  int16(codec)&columnarlog.AttrCodecMask | columnarlog.AttrHasStats,
 		SchemaID:    schemaID,
 		RecordCount: int32(rec.NumRows()),
 	})

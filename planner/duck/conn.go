@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	bindings "github.com/duckdb/duckdb-go-bindings"
 
 	"github.com/lakestream/lakestream/internal/scan"
@@ -44,7 +45,7 @@ func (q *queryState) checkBare(name string) error {
 	defer q.mu.Unlock()
 	switch q.mu.names.check {
 	case namesParsed:
-		if !q.mu.names.bare[name] {
+		if !q.mu.names.bare[name] && q.mu.names.kept[name] {
 			// Only a qualified name DuckDB does not know (main.events)
 			// reaches the replacement scan without being bare.
 			return fmt.Errorf("qualified table name ending in %q: %w", name, scan.ErrTableNotFound)
@@ -53,6 +54,14 @@ func (q *queryState) checkBare(name string) error {
 		return errUnanalyzable
 	}
 	return nil
+}
+
+// filters returns the filters to push into the scan of a table bound as
+// (db, name) with schema.
+func (q *queryState) filters(db, name string, schema *arrow.Schema) []scan.Filter {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.mu.names.pushdown.filters(db, name, schema)
 }
 
 func (q *queryState) setErr(err error) {

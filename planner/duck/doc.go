@@ -5,10 +5,12 @@
 //	Engine.Query(sql, args)  ─►  one DuckDB connection per statement
 //	   │ names.go     qualified names rewritten to lakestream_scan('db','t'),
 //	   │              bare names resolved by a replacement scan
+//	   │ filters.go   simple WHERE conjuncts of each table reference, from the
+//	   │              same parse tree, as scan filters (filtervalues.go)
 //	   │ query.go     exactly one SELECT (or EXPLAIN of one), else ErrNotQuery
-//	   │ tablefunc.go bind: Resolver.Table; init: Table.Plan(projection) and
-//	   │              part readers (scanner.go); function: records → vectors
-//	   │              (vectors.go)
+//	   │ tablefunc.go bind: Resolver.Table and its filters; init: Table.Plan
+//	   │              (projection, filters) and part readers (scanner.go);
+//	   │              function: records → vectors (vectors.go)
 //	   ▼ result.go    streaming result, chunk by chunk, exported to Arrow by
 //	                  DuckDB's own converter and imported zero-copy (cdata)
 //

@@ -88,17 +88,34 @@ type analysis struct {
 	check nameCheck
 	// bare holds the unqualified table names of the statement.
 	bare map[string]bool
+	// kept holds the table part of the qualified names left to DuckDB
+	// (main.t, a.b.t): if one of them reaches the replacement scan, it is
+	// not a Lakestream name, unless the statement also has it bare.
+	kept map[string]bool
+	// pushdown holds the WHERE conjuncts of each table reference
+	// (filters.go); nil when there is nothing to push.
+	pushdown *pushdown
 }
 
-// analyze parses sql (or the statement after an EXPLAIN prefix) with DuckDB
-// and rewrites qualified Lakestream table names.
+// analyze parses sql (or the statement after an EXPLAIN prefix) with DuckDB,
+// rewrites qualified Lakestream table names and extracts the filters to
+// push down.
 func (e *Engine) analyze(sql string) (analysis, error) {
 	start, explain := explainPrefix(sql)
 	body := sql[start:]
+	filters := !e.opts.NoFilterPushdown && containsFold(body, "where")
 	if !explain && !strings.Contains(body, ".") {
-		// No qualified name possible: skip the parse. EXPLAIN is always
-		// parsed: only an EXPLAIN of a SELECT may run (query.go).
-		return analysis{sql: sql, check: namesUnchecked}, nil
+		// No qualified name possible: the names need no parse. EXPLAIN is
+		// always parsed: only an EXPLAIN of a SELECT may run (query.go).
+		a := analysis{sql: sql, check: namesUnchecked}
+		if filters {
+			// Parsed for the filters alone: a statement the serialiser
+			// refuses just pushes nothing, as before.
+			if tree, err := e.serialize(body); err == nil && tree != nil {
+				a.pushdown = extractPushdown(tree)
+			}
+		}
+		return a, nil
 	}
 	tree, err := e.serialize(body)
 	if err != nil {
@@ -111,19 +128,27 @@ func (e *Engine) analyze(sql string) (analysis, error) {
 	if err := collectTables(tree, &refs); err != nil {
 		return analysis{}, fmt.Errorf("duck: parse statement: %w", err)
 	}
-	a := analysis{sql: sql, check: namesParsed, bare: make(map[string]bool)}
+	a := analysis{sql: sql, check: namesParsed, bare: make(map[string]bool), kept: make(map[string]bool)}
+	if filters {
+		a.pushdown = extractPushdown(tree)
+	}
 	var rewrite []tableRef
 	seen := make(map[uint64]bool)
 	for _, r := range refs {
 		switch {
 		case r.Schema == "" && r.Catalog == "":
 			a.bare[r.Table] = true
-		case r.Catalog == "" && !duckSchemas[r.Schema] && !seen[r.QueryLocation]:
-			seen[r.QueryLocation] = true // a node the parser copied
-			rewrite = append(rewrite, r)
+		case r.Catalog == "" && !duckSchemas[r.Schema]:
+			if !seen[r.QueryLocation] {
+				seen[r.QueryLocation] = true // a node the parser copied
+				rewrite = append(rewrite, r)
+			}
+		default:
+			a.kept[r.Table] = true
 		}
 	}
-	if a.sql, err = rewriteRefs(sql, start, rewrite); err != nil {
+	cols := qualifiedColumns(tree, refs, rewrite)
+	if a.sql, err = rewriteAll(sql, start, rewrite, cols); err != nil {
 		return analysis{}, err
 	}
 	return a, nil
@@ -217,6 +242,119 @@ func rewriteRefs(sql string, base int, refs []tableRef) (string, error) {
 		sql = sql[:at] + call + sql[end:]
 	}
 	return sql, nil
+}
+
+// colRef is a COLUMN_REF node whose first two names are a rewritten
+// db.table reference: analytics.profiles.id.
+type colRef struct {
+	loc           uint64
+	schema, table string
+}
+
+// qualifiedColumns finds the column references that start with the
+// db.table of a rewritten, unaliased table reference. Once the reference is
+// lakestream_scan(...) AS "table", DuckDB can bind them only as
+// "table".column. A first name that is also a table or alias of the
+// statement is left alone (it may be alias.struct_column.field).
+func qualifiedColumns(tree any, refs, rewritten []tableRef) []colRef {
+	names := make(map[string]bool)
+	for _, r := range refs {
+		names[strings.ToLower(r.Table)] = true
+		if r.Alias != "" {
+			names[strings.ToLower(r.Alias)] = true
+		}
+	}
+	targets := make(map[[2]string]bool)
+	for _, r := range rewritten {
+		if r.Alias == "" {
+			targets[[2]string{r.Schema, r.Table}] = true
+		}
+	}
+	var out []colRef
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if v["class"] == "COLUMN_REF" {
+				if c, ok := columnRefOf(v); ok && targets[[2]string{c.schema, c.table}] && !names[strings.ToLower(c.schema)] {
+					out = append(out, c)
+				}
+			}
+			for _, c := range v {
+				walk(c)
+			}
+		case []any:
+			for _, c := range v {
+				walk(c)
+			}
+		}
+	}
+	walk(tree)
+	return out
+}
+
+func columnRefOf(v map[string]any) (colRef, bool) {
+	parts, _ := v["column_names"].([]any)
+	if len(parts) < 3 {
+		return colRef{}, false
+	}
+	schema, ok1 := parts[0].(string)
+	table, ok2 := parts[1].(string)
+	loc, _ := v["query_location"].(json.Number)
+	n, err := strconv.ParseUint(string(loc), 10, 64)
+	if !ok1 || !ok2 || err != nil {
+		return colRef{}, false
+	}
+	return colRef{loc: n, schema: schema, table: table}, true
+}
+
+// rewriteAll rewrites table references (rewriteRefs) and the db.table
+// prefix of qualified column references, from the end of the text so that
+// earlier positions stay valid.
+func rewriteAll(sql string, base int, refs []tableRef, cols []colRef) (string, error) {
+	type edit struct {
+		at  int
+		ref *tableRef
+		col *colRef
+	}
+	var edits []edit
+	for i := range refs {
+		edits = append(edits, edit{at: base + int(refs[i].QueryLocation), ref: &refs[i]})
+	}
+	seen := make(map[uint64]bool)
+	for i := range cols {
+		if !seen[cols[i].loc] {
+			seen[cols[i].loc] = true
+			edits = append(edits, edit{at: base + int(cols[i].loc), col: &cols[i]})
+		}
+	}
+	sort.Slice(edits, func(i, j int) bool { return edits[i].at > edits[j].at })
+	for _, e := range edits {
+		if e.ref != nil {
+			out, err := rewriteRefs(sql, base, []tableRef{*e.ref})
+			if err != nil {
+				return "", err
+			}
+			sql = out
+			continue
+		}
+		parts, end, ok := qualifiedNameAt(sql, e.at, 2)
+		if !ok || parts[0] != e.col.schema || parts[1] != e.col.table {
+			return "", fmt.Errorf("duck: column %s.%s...: cannot locate it in the statement", e.col.schema, e.col.table)
+		}
+		sql = sql[:e.at] + quoteIdent(e.col.table) + sql[end:]
+	}
+	return sql, nil
+}
+
+// containsFold reports whether s contains the ASCII word w, in any case.
+func containsFold(s, w string) bool {
+	for i := 0; i+len(w) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(w)], w) {
+			return true
+		}
+	}
+	return false
 }
 
 func quoteString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

@@ -21,6 +21,11 @@ type Options struct {
 	// off) and fail with an out-of-memory error.
 	MemoryLimit string
 
+	// NoFilterPushdown turns off handing simple WHERE conjuncts to the
+	// scans (filters.go), for comparisons and as a way out. Default false:
+	// filters are pushed down.
+	NoFilterPushdown bool
+
 	// Logger receives engine events (start-up settings, scan errors).
 	// Default: a logger that discards everything.
 	Logger *slog.Logger

@@ -21,7 +21,8 @@ import (
 // Life of one scan of one table reference (a self-join has two):
 //
 //	bind        (prepare)  resolve the table, declare its columns
-//	init        (execute)  projection → table.Plan → start the part readers
+//	init        (execute)  projection and filters → table.Plan → start the
+//	                       part readers
 //	local init  (execute)  per DuckDB thread: the record being copied
 //	function    (execute)  fill one output chunk from the channel
 //	delete      (teardown) stop the readers, release records
@@ -63,6 +64,9 @@ type bindData struct {
 	qs     *queryState
 	table  scan.Table
 	schema *arrow.Schema
+	// filters are the WHERE conjuncts pushed into every scan of this
+	// reference (filters.go).
+	filters []scan.Filter
 }
 
 // rowIDColumn is the column index DuckDB uses for its virtual row id (it
@@ -97,6 +101,12 @@ func lsTableBind(p unsafe.Pointer) {
 		bindings.BindAddResultColumn(info, f.Name, lt)
 		bindings.DestroyLogicalType(&lt)
 	}
+	// A row estimate lets DuckDB's optimizer plan joins (build sides, ASOF
+	// strategy) as it would for a native table; without it every
+	// Lakestream table looks like one row.
+	if est, ok := bd.table.(interface{ EstimatedRows() int64 }); ok {
+		bindings.BindSetCardinality(info, bindings.IdxT(max(0, est.EstimatedRows())), false)
+	}
 	bindings.BindSetBindData(info, newHandle(bd), deleteCallback)
 }
 
@@ -120,7 +130,7 @@ func (e *Engine) bindTable(qs *queryState, db, name string) (*bindData, error) {
 	if s == nil || s.NumFields() == 0 {
 		return nil, fmt.Errorf("table %s has no columns", t.Name())
 	}
-	return &bindData{e: e, qs: qs, table: t, schema: s}, nil
+	return &bindData{e: e, qs: qs, table: t, schema: s, filters: qs.filters(db, name, s)}, nil
 }
 
 // scanState is the init data of one scan: the readers and the mapping of
@@ -186,7 +196,7 @@ func (bd *bindData) startScan(info bindings.InitInfo) (*scanState, error) {
 		st.writers = append(st.writers, w)
 		st.types = append(st.types, t)
 	}
-	plan, err := bd.table.Plan(bd.qs.ctx, scan.Request{Columns: cols})
+	plan, err := bd.table.Plan(bd.qs.ctx, scan.Request{Columns: cols, Filters: bd.filters})
 	if err != nil {
 		return nil, fmt.Errorf("plan scan of %s: %w", bd.table.Name(), err)
 	}

@@ -251,9 +251,13 @@ func nestedListWriter(elem arrow.DataType, large bool) (colWriter, error) {
 		for i := range entries {
 			entries[i] = listEntry{offset: uint64(base + at(i) - first), length: uint64(at(i+1) - at(i))}
 		}
-		values := arr.(interface{ ListValues() arrow.Array }).ListValues()
-		if err := child(bindings.ListVectorGetChild(vec), base, values, first, last-first); err != nil {
-			return err
+		// No elements (every list empty or NULL): the child array may
+		// have no value buffer at all, and there is nothing to copy.
+		if last > first {
+			values := arr.(interface{ ListValues() arrow.Array }).ListValues()
+			if err := child(bindings.ListVectorGetChild(vec), base, values, first, last-first); err != nil {
+				return err
+			}
 		}
 		if bindings.ListVectorSetSize(vec, bindings.IdxT(total)) == bindings.StateError {
 			return fmt.Errorf("set list size %d", total)
