@@ -81,10 +81,12 @@ func (r *resolver) columns(cols []Column) []Column {
 		if err := checkColumn(c); err != nil {
 			r.add(err)
 		}
-		if seen[c.Name] {
-			r.addf("column %q is defined more than once", c.Name)
+		// DuckDB resolves column names ignoring case, so "a" and "A" could
+		// never both be queried.
+		if seen[strings.ToLower(c.Name)] {
+			r.addf("column %q is defined more than once (names differ only in case)", c.Name)
 		}
-		seen[c.Name] = true
+		seen[strings.ToLower(c.Name)] = true
 		c.NotNull = c.NotNull || contains(r.t.PrimaryKey, c.Name)
 		out[i] = c
 	}

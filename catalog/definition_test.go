@@ -150,3 +150,13 @@ func TestResolvePartitionedPrimaryKeyTable(t *testing.T) {
 		t.Errorf("PrimaryKeyIndexes = %v", tbl.PrimaryKeyIndexes())
 	}
 }
+
+func TestColumnNamesDifferingOnlyInCase(t *testing.T) {
+	stmt, err := Parse(`CREATE TABLE dup ("a" INTEGER, "A" INTEGER)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stmt.(*CreateTable).Resolve(Config{}); err == nil || !strings.Contains(err.Error(), "more than once") {
+		t.Fatalf("columns a and A accepted: %v", err)
+	}
+}

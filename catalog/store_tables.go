@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -131,7 +132,7 @@ func (c *Catalog) AddColumn(ctx context.Context, db, table string, col Column) (
 	if err != nil {
 		return nil, err
 	}
-	if old.ColumnIndex(col.Name) >= 0 {
+	if slices.ContainsFunc(old.Columns, func(c Column) bool { return strings.EqualFold(c.Name, col.Name) }) {
 		return nil, fmt.Errorf("column %q already exists in table %q: %w", col.Name, old.FullName(), ErrColumnExists)
 	}
 	t := old.withColumn(col, c.now())
