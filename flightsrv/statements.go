@@ -209,6 +209,8 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 			return res, err
 		}
 	}
+	isUpdate := st.Kind == planner.KindDDL || st.Kind == planner.KindInsert
+	res.IsUpdate = &isUpdate
 	res.Handle = []byte(s.prepared.add(p))
 	res.DatasetSchema = p.dataset
 	res.ParameterSchema = p.paramsSchema
