@@ -114,21 +114,28 @@ func (s *scanner) selectList() ([]string, bool) {
 // str reads a single-quoted SQL string.
 func (s *scanner) str() (string, bool) {
 	s.skipSpace()
-	if s.pos >= len(s.src) || s.src[s.pos] != '\'' {
+	return s.quoted('\'')
+}
+
+// quoted reads a string delimited by q at the scanner's position, a doubled
+// q standing for itself: SQL's 'string' and "identifier".
+func (s *scanner) quoted(q byte) (string, bool) {
+	if s.pos >= len(s.src) || s.src[s.pos] != q {
 		return "", false
 	}
 	var b strings.Builder
 	for i := s.pos + 1; i < len(s.src); i++ {
-		if s.src[i] == '\'' {
-			if i+1 < len(s.src) && s.src[i+1] == '\'' {
-				b.WriteByte('\'')
-				i++
-				continue
-			}
-			s.pos = i + 1
-			return b.String(), true
+		if s.src[i] != q {
+			b.WriteByte(s.src[i])
+			continue
 		}
-		b.WriteByte(s.src[i])
+		if i+1 < len(s.src) && s.src[i+1] == q {
+			b.WriteByte(q)
+			i++
+			continue
+		}
+		s.pos = i + 1
+		return b.String(), true
 	}
 	return "", false
 }

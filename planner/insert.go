@@ -137,20 +137,8 @@ func (s *scanner) punct(c byte) bool {
 func (s *scanner) ident() (string, bool) {
 	s.skipSpace()
 	if s.pos < len(s.src) && s.src[s.pos] == '"' {
-		var b strings.Builder
-		for i := s.pos + 1; i < len(s.src); i++ {
-			if s.src[i] == '"' {
-				if i+1 < len(s.src) && s.src[i+1] == '"' {
-					b.WriteByte('"')
-					i++
-					continue
-				}
-				s.pos = i + 1
-				return b.String(), b.Len() > 0
-			}
-			b.WriteByte(s.src[i])
-		}
-		return "", false
+		id, ok := s.quoted('"')
+		return id, ok && id != ""
 	}
 	start := s.pos
 	for s.pos < len(s.src) && isIdentRune(rune(s.src[s.pos])) {
