@@ -18,7 +18,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 # everything concurrent under them.
 RACE_PKGS := ./columnarlog/... ./tables/... ./flightsrv/... ./internal/... ./catalog/... ./node/... ./planner
 
-.PHONY: all build run test test-go test-race test-py bench venv fmt vet clean
+.PHONY: all build run test test-go test-race test-py bench bench-full venv fmt vet clean
 
 all: build
 
@@ -53,8 +53,15 @@ $(VENV)/.installed: tests/requirements.txt
 	$(VENV)/bin/pip install -q --disable-pip-version-check -r tests/requirements.txt
 	touch $@
 
-bench:
-	$(GO) test -run '^$$' -bench . -benchtime 3x ./columnarlog/ ./flightsrv/ ./internal/arrowmsg/
+# The benchmark suite (docs/benchmarks.md): a node in-process against its
+# baselines; prints a table and writes bench/out/results.{json,html}.
+# bench is the quick version (about a minute and a half on 2 cores),
+# bench-full the larger one (about eight minutes).
+bench: build
+	./$(BIN) bench -out bench/out
+
+bench-full: build
+	./$(BIN) bench -out bench/out -rows 10000000 -query-rows 10000000 -batch-rows 1024,8192,65536 -runs 5 -duration 20s
 
 clean:
 	rm -rf bin $(VENV)

@@ -2,6 +2,7 @@
 //
 //	lakestream serve [flags]        run a node (see lakestream serve -h)
 //	lakestream sql [--addr A] SQL   run one statement and print the result
+//	lakestream bench [flags]        run the benchmark suite (see lakestream bench -h)
 //	lakestream version              print versions
 package main
 
@@ -32,6 +33,8 @@ func main() {
 		err = serve(ctx, os.Args[2:])
 	case "sql":
 		err = runSQL(ctx, os.Args[2:], os.Stdout)
+	case "bench":
+		err = runBench(ctx, os.Args[2:], os.Stdout, os.Stderr)
 	case "version":
 		printVersion(os.Stdout)
 	case "-h", "--help", "help":
@@ -51,6 +54,7 @@ func usage() {
 	fmt.Fprint(os.Stderr, `usage:
   lakestream serve [flags]          run a node (lakestream serve -h for flags)
   lakestream sql [--addr A] "SQL"   run one statement, print the result
+  lakestream bench [flags]          run the benchmark suite (lakestream bench -h for flags)
   lakestream version                print versions
 `)
 }

@@ -1,0 +1,163 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestShortRun runs the short mode of every workload end to end: a node,
+// the ceiling and DuckDB in this process. It checks correctness only
+// (every workload verifies its row counts and fails the run otherwise;
+// the subscriber must receive every row exactly once), never timings.
+func TestShortRun(t *testing.T) {
+	out := t.TempDir()
+	var progress bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, Config{Short: true, OutDir: out, Progress: &progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Workloads) != len(Workloads) {
+		t.Fatalf("%d workloads reported, want %d", len(rep.Workloads), len(Workloads))
+	}
+	missing := map[string]bool{}
+	for i, w := range rep.Workloads {
+		if w.Name != Workloads[i] {
+			t.Errorf("workload %d is %q, want %q", i, w.Name, Workloads[i])
+		}
+		if len(w.Figures) == 0 {
+			t.Errorf("%s: no figures", w.Name)
+		}
+		for _, f := range w.Figures {
+			if len(f.Runs) == 0 || f.Min > f.Median || f.Median > f.Max || f.Median < 0 {
+				t.Errorf("%s: figure %+v is not a summary of its runs", w.Name, f)
+			}
+		}
+		for _, m := range w.Missing {
+			missing[strings.Fields(m.Baseline)[0]] = m.Reason != ""
+		}
+	}
+	for _, name := range []string{"ingest", "scan", "query"} {
+		if w := rep.Workloads[indexOf(Workloads, name)]; len(w.Ratios) == 0 {
+			t.Errorf("%s: no ratio to a baseline", name)
+		}
+	}
+	for _, b := range []string{"PostgreSQL", "Apache"} {
+		if !missing[b] {
+			t.Errorf("baseline %s is not reported as missing with a reason: %v", b, missing)
+		}
+	}
+	checkFiles(t, out)
+	t.Logf("progress:\n%s", progress.String())
+	if !strings.Contains(progress.String(), "subscribe") {
+		t.Errorf("progress output lacks the subscribe workload:\n%s", progress.String())
+	}
+	var text bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("report:\n%s", text.String())
+	for _, want := range []string{"INGEST", "lakestream / ceiling", "lakestream / duckdb", "p99", "missing: not assembled"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, text.String())
+		}
+	}
+}
+
+func indexOf(list []string, s string) int {
+	for i, x := range list {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// checkFiles: results.json reads back as a Report, results.html is one
+// page with its charts inline and nothing fetched from elsewhere.
+func checkFiles(t *testing.T, dir string) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(raw, &back); err != nil {
+		t.Fatalf("results.json: %v", err)
+	}
+	if len(back.Workloads) != len(Workloads) || back.Machine.CPUs == 0 {
+		t.Errorf("results.json: %d workloads, machine %+v", len(back.Workloads), back.Machine)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "results.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(page), "<svg"); n != 2 {
+		t.Errorf("results.html has %d charts, want 2 (ratios, latency)", n)
+	}
+	for _, bad := range []string{"<script", "<link", "src=", "@import"} {
+		if strings.Contains(string(page), bad) {
+			t.Errorf("results.html is not self-contained: it has %q", bad)
+		}
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	c := Config{Workloads: []string{"ingest", "nope", "ingest"}, Rows: -1, BatchRows: []int{0}, Writers: 1000,
+		Runs: -2, Sync: "sometimes", Codec: "gzip", Duration: time.Millisecond}
+	c.EnsureDefaults()
+	err := c.Validate()
+	for _, want := range []string{`"nope"`, "twice", "rows -1", "batch rows 0", "writers 1000", "runs -2", "sometimes", "gzip", "duration"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("validate error %v lacks %q", err, want)
+		}
+	}
+	var d Config
+	d.EnsureDefaults()
+	if err := d.Validate(); err != nil {
+		t.Errorf("defaults do not validate: %v", err)
+	}
+	if d.Runs != 3 || d.Sync != "always" || d.Rate != 10_000 || d.SubscribeBatchRows != 500 {
+		t.Errorf("defaults: %+v", d)
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	for _, tc := range []struct {
+		runs             []float64
+		med, least, most float64
+	}{
+		{[]float64{3, 1, 2}, 2, 1, 3},
+		{[]float64{4, 1, 3, 2}, 2.5, 1, 4},
+		{[]float64{7}, 7, 7, 7},
+	} {
+		s := summarize(tc.runs)
+		if s.Median != tc.med || s.Min != tc.least || s.Max != tc.most || len(s.Runs) != len(tc.runs) || s.Runs[0] != tc.runs[0] {
+			t.Errorf("summarize(%v) = %+v", tc.runs, s)
+		}
+	}
+	if got := ratios([]float64{2, 3, 4}, []float64{1, 0, 2}); len(got) != 2 || got[0] != 2 || got[1] != 2 {
+		t.Errorf("ratios = %v, want [2 2] (a zero denominator is skipped)", got)
+	}
+}
+
+func TestEventsDeterministic(t *testing.T) {
+	a, b := events(100, 50), events(100, 50)
+	defer a.Release()
+	defer b.Release()
+	if a.NumRows() != 50 || arrowBytes(a) != arrowBytes(b) {
+		t.Fatalf("rows %d, bytes %d vs %d", a.NumRows(), arrowBytes(a), arrowBytes(b))
+	}
+	for c := range a.NumCols() {
+		if got, want := a.Column(int(c)).String(), b.Column(int(c)).String(); got != want {
+			t.Fatalf("column %d differs between two generations", c)
+		}
+	}
+}

@@ -1,0 +1,171 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Workloads are the known workloads, in the order Run runs them.
+var Workloads = []string{"ingest", "scan", "query", "subscribe"}
+
+// Config configures a benchmark run. The zero value of each field means its
+// default; with Short set, the defaults are the smoke-test sizes (seconds
+// in all, for correctness checks, not for figures).
+type Config struct {
+	// Workloads to run, a subset of Workloads. Default: all of them.
+	Workloads []string
+	// Rows is the rows each ingest measurement writes, and the rows of the
+	// scanned table. Default 2,000,000 (short: 40,000).
+	Rows int
+	// QueryRows is the rows of the query workload's table. Default
+	// 2,000,000 (short: 40,000).
+	QueryRows int
+	// BatchRows are the rows per ingest call that the ingest workload
+	// measures, one measurement each. Default [4096, 65536] (short: [4096]).
+	BatchRows []int
+	// Writers is the number of concurrent ingest clients. Default 4.
+	Writers int
+	// Runs is how many times each figure is measured; the report gives the
+	// median and the min–max. Default 3 (short: 1).
+	Runs int
+	// Rate is the subscription workload's target rate, rows/s. Default 10,000.
+	Rate int
+	// SubscribeBatchRows is the rows per ingest call of the subscription
+	// workload. Default 500.
+	SubscribeBatchRows int
+	// Duration is how long each subscription measurement writes at its
+	// rate; the search for the highest sustainable rate spends half of it
+	// on each step. Default 5 s (short: 500 ms).
+	Duration time.Duration
+	// MaxRate caps the search for the highest sustainable subscription
+	// rate, rows/s. Default 2,560,000 (short: 40,000); Rate or below
+	// skips the search.
+	MaxRate int
+	// Sync is the node's log durability policy, "always" or "never".
+	// Default "always".
+	Sync string
+	// Codec is the log.compression of the benchmark tables: "zstd", "lz4"
+	// or "none". Default "zstd" (the table default).
+	Codec string
+	// DataDir is where the node keeps its data. Default: a new directory
+	// under the OS temp dir, removed afterwards. A given directory is kept.
+	DataDir string
+	// OutDir receives results.json and results.html. Default "": no files.
+	OutDir string
+	// Short selects the smoke-test defaults above.
+	Short bool
+	// Progress receives a live progress line: updated in place with
+	// carriage returns when it is a terminal, plain lines otherwise.
+	// Default: none.
+	Progress io.Writer
+}
+
+// EnsureDefaults fills unset fields.
+func (c *Config) EnsureDefaults() {
+	pick := func(full, short int) int {
+		if c.Short {
+			return short
+		}
+		return full
+	}
+	if len(c.Workloads) == 0 {
+		c.Workloads = slices.Clone(Workloads)
+	}
+	if c.Rows == 0 {
+		c.Rows = pick(2_000_000, 40_000)
+	}
+	if c.QueryRows == 0 {
+		c.QueryRows = pick(2_000_000, 40_000)
+	}
+	if len(c.BatchRows) == 0 {
+		c.BatchRows = []int{4096, 65536}
+		if c.Short {
+			c.BatchRows = []int{4096}
+		}
+	}
+	if c.Writers == 0 {
+		c.Writers = 4
+	}
+	if c.Runs == 0 {
+		c.Runs = pick(3, 1)
+	}
+	if c.Rate == 0 {
+		c.Rate = 10_000
+	}
+	if c.SubscribeBatchRows == 0 {
+		c.SubscribeBatchRows = 500
+	}
+	if c.Duration == 0 {
+		c.Duration = time.Duration(pick(int(5*time.Second), int(500*time.Millisecond)))
+	}
+	if c.MaxRate == 0 {
+		c.MaxRate = pick(2_560_000, 40_000)
+	}
+	if c.Sync == "" {
+		c.Sync = "always"
+	}
+	if c.Codec == "" {
+		c.Codec = "zstd"
+	}
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+}
+
+// Validate reports every problem at once.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	seen := map[string]bool{}
+	for _, w := range c.Workloads {
+		if !slices.Contains(Workloads, w) {
+			bad("workload %q: want one of %s", w, strings.Join(Workloads, ", "))
+		} else if seen[w] {
+			bad("workload %q given twice", w)
+		}
+		seen[w] = true
+	}
+	if c.Rows < 1 {
+		bad("rows %d: want at least 1", c.Rows)
+	}
+	if c.QueryRows < 1 {
+		bad("query rows %d: want at least 1", c.QueryRows)
+	}
+	for _, b := range c.BatchRows {
+		if b < 1 || b > 1<<22 {
+			bad("batch rows %d: want 1 to %d", b, 1<<22)
+		}
+	}
+	if c.Writers < 1 || c.Writers > 256 {
+		bad("writers %d: want 1 to 256", c.Writers)
+	}
+	if c.Runs < 1 || c.Runs > 100 {
+		bad("runs %d: want 1 to 100", c.Runs)
+	}
+	if c.Rate < 1 {
+		bad("rate %d: want at least 1 row/s", c.Rate)
+	}
+	if c.SubscribeBatchRows < 1 {
+		bad("subscribe batch rows %d: want at least 1", c.SubscribeBatchRows)
+	}
+	if c.Duration < 100*time.Millisecond {
+		bad("duration %s: want at least 100ms", c.Duration)
+	}
+	if c.MaxRate < 1 {
+		bad("max rate %d: want at least 1 row/s", c.MaxRate)
+	}
+	if c.Sync != "always" && c.Sync != "never" {
+		bad("sync %q: want always or never", c.Sync)
+	}
+	if c.Codec != "zstd" && c.Codec != "lz4" && c.Codec != "none" {
+		bad("codec %q: want zstd, lz4 or none", c.Codec)
+	}
+	return errors.Join(errs...)
+}
+
+// has reports whether workload w is selected.
+func (c *Config) has(w string) bool { return slices.Contains(c.Workloads, w) }

@@ -1,0 +1,190 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+
+	"github.com/lakestream/lakestream/internal/arrowmsg"
+)
+
+// The scan workload: SELECT * of a table of Config.Rows rows that are all
+// in the log (fresh, nothing tiered), every endpoint fetched in parallel
+// over one client connection, every record decoded by arrow-go's
+// flight.NewRecordReader. Planning (Execute) is inside the clock.
+//
+// The ceiling serves exactly the records that Lakestream's scan returned,
+// stream by stream, from memory: "ceiling" writes them uncompressed per
+// read (the least work a server can do; the client decodes nothing),
+// "ceiling-<codec>" sends them pre-encoded once with the table's codec, so
+// the client pays the same decompression as against Lakestream. MB/s is of
+// the uncompressed Arrow data, the same bytes for every system.
+
+func runScan(ctx context.Context, e *env) (*WorkloadReport, error) {
+	cfg := e.cfg
+	w := &WorkloadReport{Name: "scan", About: fmt.Sprintf(
+		"SELECT * of a fresh %s-row log table (%d buckets, %s), every endpoint in parallel, client decodes; "+
+			"ceiling: an arrow-go Flight server streaming the same records from memory",
+		human(float64(cfg.Rows)), tableBuckets, cfg.Codec)}
+	table, size, err := loadScanTable(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	// The first scan warms the node and hands its records to the ceiling.
+	e.prog.step(int64(cfg.Rows), "rows", "scan: first read, records to the ceiling")
+	streams, err := scanNode(ctx, e, table, true)
+	if err != nil {
+		return nil, err
+	}
+	codec := map[string]arrowmsg.Codec{"none": arrowmsg.CodecNone, "lz4": arrowmsg.CodecLZ4, "zstd": arrowmsg.CodecZstd}[cfg.Codec]
+	if err := e.ceil.setScan(eventsSchema, streams, codec); err != nil {
+		return nil, err
+	}
+	encodedName := "ceiling-" + cfg.Codec
+	sides := []struct {
+		name string
+		read func() (int64, error)
+	}{
+		{"lakestream", func() (int64, error) { _, err := scanNode(ctx, e, table, false); return int64(cfg.Rows), err }},
+		{"ceiling", func() (int64, error) { return readTickets(ctx, e, e.ceilCl.Client, e.ceil.tickets("plain"), nil) }},
+		{encodedName, func() (int64, error) { return readTickets(ctx, e, e.ceilCl.Client, e.ceil.tickets("encoded"), nil) }},
+	}
+	secs := make([][]float64, len(sides))
+	for run := 1; run <= cfg.Runs; run++ {
+		for k := range sides {
+			s := sides[(k+run-1)%len(sides)] // rotate the order run by run
+			e.prog.step(int64(cfg.Rows), "rows", "scan run %d/%d: %s", run, cfg.Runs, s.name)
+			start := time.Now()
+			n, err := s.read()
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", s.name, err)
+			}
+			if n != int64(cfg.Rows) {
+				return nil, fmt.Errorf("%s read %d rows, want %d", s.name, n, cfg.Rows)
+			}
+			i := (k + run - 1) % len(sides)
+			secs[i] = append(secs[i], time.Since(start).Seconds())
+		}
+	}
+	group := fmt.Sprintf("%s rows, %d endpoints", human(float64(cfg.Rows)), len(streams))
+	mbps := make([][]float64, len(sides))
+	for i, s := range sides {
+		mbps[i] = make([]float64, len(secs[i]))
+		rows := make([]float64, len(secs[i]))
+		for r, t := range secs[i] {
+			mbps[i][r], rows[r] = float64(size)/1e6/t, float64(cfg.Rows)/t
+		}
+		w.figure(group, s.name, "throughput", "MB/s", mbps[i])
+		w.figure(group, s.name, "throughput", "rows/s", rows)
+	}
+	w.ratio(group, "lakestream", "ceiling", "throughput", "higher is better; 1 = as fast as the ceiling", mbps[0], mbps[1], 0.8, 0)
+	w.ratio(group, "lakestream", encodedName, "throughput", "higher is better; same client decompression on both sides", mbps[0], mbps[2], 0, 0)
+	w.Notes = append(w.Notes, "lake and union scans: missing: tiering into Iceberg is not built yet")
+	e.prog.logf("scan: lakestream %s MB/s, ceiling %s MB/s, %s %s MB/s", human(summarize(mbps[0]).Median),
+		human(summarize(mbps[1]).Median), encodedName, human(summarize(mbps[2]).Median))
+	e.ceil.setScan(eventsSchema, nil, codec)
+	return w, e.dropTable(ctx, table)
+}
+
+// loadScanTable fills a new table with Config.Rows rows in 64k-row
+// batches, untimed, and returns it with the rows' Arrow size.
+func loadScanTable(ctx context.Context, e *env) (string, int64, error) {
+	table, err := e.createTable(ctx, "scan")
+	if err != nil {
+		return "", 0, err
+	}
+	recs := batches(e.cfg.Rows, 64<<10)
+	defer release(recs)
+	cls, closeCls, err := dialN(e.nodeAddr, e.cfg.Writers)
+	if err != nil {
+		return "", 0, err
+	}
+	defer closeCls()
+	e.prog.step(int64(e.cfg.Rows), "rows", "scan: loading %s", table)
+	if _, err := ingestAll(ctx, cls, table, recs, e.prog); err != nil {
+		return "", 0, err
+	}
+	return table, totalBytes(recs), checkRows(ctx, e, table, int64(e.cfg.Rows))
+}
+
+// scanNode plans SELECT * FROM table and reads every endpoint; with keep
+// it returns each endpoint's records.
+func scanNode(ctx context.Context, e *env, table string, keep bool) ([][]arrow.RecordBatch, error) {
+	info, err := e.node.Execute(ctx, "SELECT * FROM "+table)
+	if err != nil {
+		return nil, err
+	}
+	tickets := make([]*flight.Ticket, len(info.GetEndpoint()))
+	for i, ep := range info.GetEndpoint() {
+		tickets[i] = ep.GetTicket()
+	}
+	var kept [][]arrow.RecordBatch
+	if keep {
+		kept = make([][]arrow.RecordBatch, len(tickets))
+	}
+	n, err := readTickets(ctx, e, e.node.Client, tickets, kept)
+	if err != nil {
+		for _, recs := range kept {
+			release(recs)
+		}
+		return nil, err
+	}
+	if n != int64(e.cfg.Rows) {
+		return nil, fmt.Errorf("scan of %s read %d rows, want %d", table, n, e.cfg.Rows)
+	}
+	return kept, nil
+}
+
+// readTickets is the client side of every scan: DoGet all tickets in
+// parallel on cl, decode every record, count the rows. With kept != nil
+// (one slot per ticket) the records are kept there, retained.
+func readTickets(ctx context.Context, e *env, cl flight.Client, tickets []*flight.Ticket, kept [][]arrow.RecordBatch) (int64, error) {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		total int64
+		first error
+	)
+	for i, tk := range tickets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n, err := readTicket(ctx, e, cl, tk, kept, i)
+			mu.Lock()
+			defer mu.Unlock()
+			total += n
+			if err != nil && first == nil {
+				first = err
+			}
+		}()
+	}
+	wg.Wait()
+	return total, first
+}
+
+func readTicket(ctx context.Context, e *env, cl flight.Client, tk *flight.Ticket, kept [][]arrow.RecordBatch, i int) (int64, error) {
+	stream, err := cl.DoGet(ctx, tk)
+	if err != nil {
+		return 0, err
+	}
+	rdr, err := flight.NewRecordReader(stream)
+	if err != nil {
+		return 0, err
+	}
+	defer rdr.Release()
+	var n int64
+	for rdr.Next() {
+		rec := rdr.RecordBatch()
+		n += rec.NumRows()
+		e.prog.add(rec.NumRows())
+		if kept != nil {
+			rec.Retain()
+			kept[i] = append(kept[i], rec)
+		}
+	}
+	return n, rdr.Err()
+}

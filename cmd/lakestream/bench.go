@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/lakestream/lakestream/bench"
+)
+
+// runBench binds flags to bench.Config, runs the suite, prints the table to
+// out and the progress line to stderr.
+func runBench(ctx context.Context, args []string, out, progress io.Writer) error {
+	cfg, err := benchConfig(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	cfg.Progress = progress
+	rep, err := bench.Run(ctx, cfg)
+	if rep != nil {
+		if werr := rep.WriteText(out); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	if cfg.OutDir != "" {
+		fmt.Fprintf(out, "\nwrote %s and %s\n", filepath.Join(cfg.OutDir, "results.json"), filepath.Join(cfg.OutDir, "results.html"))
+	}
+	return nil
+}
+
+func benchConfig(args []string) (bench.Config, error) {
+	var cfg bench.Config
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	workloads := fs.String("workloads", strings.Join(bench.Workloads, ","), "workloads to run, comma-separated")
+	batchRows := fs.String("batch-rows", "", "rows per ingest call, comma-separated, one measurement each (default 4096,65536; -short: 4096)")
+	fs.IntVar(&cfg.Rows, "rows", 0, "rows per ingest measurement and of the scanned table (default 2000000; -short: 40000)")
+	fs.IntVar(&cfg.QueryRows, "query-rows", 0, "rows of the query workload's table (default 2000000; -short: 40000)")
+	fs.IntVar(&cfg.Writers, "writers", 0, "concurrent ingest clients (default 4)")
+	fs.IntVar(&cfg.Runs, "runs", 0, "runs per figure; the median and min–max are reported (default 3; -short: 1)")
+	fs.IntVar(&cfg.Rate, "rate", 0, "subscription target rate, rows/s (default 10000)")
+	fs.IntVar(&cfg.SubscribeBatchRows, "subscribe-batch-rows", 0, "rows per ingest call in the subscription workload (default 500)")
+	fs.DurationVar(&cfg.Duration, "duration", 0, "length of each subscription measurement (default 5s; -short: 500ms)")
+	fs.IntVar(&cfg.MaxRate, "max-rate", 0, "cap of the highest-sustainable-rate search, rows/s (default 2560000; -short: 40000)")
+	fs.StringVar(&cfg.Sync, "sync", "always", "node log durability: always (fsync before acknowledging) or never")
+	fs.StringVar(&cfg.Codec, "codec", "zstd", "log.compression of the benchmark tables: zstd, lz4 or none")
+	fs.StringVar(&cfg.DataDir, "data-dir", "", "node data directory, kept afterwards (default: a temp dir, removed)")
+	fs.StringVar(&cfg.OutDir, "out", "bench-results", `directory for results.json and results.html ("" writes none)`)
+	fs.BoolVar(&cfg.Short, "short", false, "smoke-test sizes: seconds, for correctness, not figures")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: lakestream bench [flags]\n\nRuns the benchmark suite (docs/benchmarks.md) against an in-process node and its baselines.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("bench: unexpected argument %q", fs.Arg(0))
+	}
+	cfg.Workloads = splitList(*workloads)
+	for _, s := range splitList(*batchRows) {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return cfg, fmt.Errorf("bench: -batch-rows %q: %v", s, err)
+		}
+		cfg.BatchRows = append(cfg.BatchRows, n)
+	}
+	return cfg, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
