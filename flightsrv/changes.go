@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -175,9 +176,15 @@ func (s *Server) streamChanges(ctx context.Context, tk *ticket, stream flight.Fl
 	defer cancel()
 	out := make(chan arrow.RecordBatch, 4)
 	errc := make(chan error, len(tk.Ranges))
+	var followers sync.WaitGroup
 	for _, r := range tk.Ranges {
-		go func() { errc <- t.Follow(ctx, r.Bucket, r.From, tk.Cols, out) }()
+		followers.Add(1)
+		go func() {
+			defer followers.Done()
+			errc <- t.Follow(ctx, r.Bucket, r.From, tk.Cols, out)
+		}()
 	}
+	defer drain(out, cancel, &followers)
 	w := flight.NewRecordWriter(stream, ipc.WithSchema(projectSchema(schema, tk.Cols)), ipc.WithAllocator(s.opts.Mem))
 	defer w.Close()
 	// An empty first message carries the schema at once, so a client's
@@ -188,7 +195,6 @@ func (s *Server) streamChanges(ctx context.Context, tk *ticket, stream flight.Fl
 	if err != nil {
 		return err
 	}
-	defer drain(out, cancel)
 	for {
 		select {
 		case rec := <-out:
@@ -210,9 +216,11 @@ func (s *Server) streamChanges(ctx context.Context, tk *ticket, stream flight.Fl
 	}
 }
 
-// drain releases what the followers still send after the stream ended.
-func drain(out chan arrow.RecordBatch, cancel context.CancelFunc) {
+// drain stops the followers and releases what they sent that was not
+// written: once they are gone, nothing more arrives.
+func drain(out chan arrow.RecordBatch, cancel context.CancelFunc, followers *sync.WaitGroup) {
 	cancel()
+	followers.Wait()
 	for {
 		select {
 		case rec := <-out:

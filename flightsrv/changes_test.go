@@ -47,7 +47,17 @@ func subscribe(t *testing.T, ts *testServer, sql string) *subscriber {
 		}
 		s.done <- rdr.Err()
 	}()
-	t.Cleanup(func() { cancel(); <-s.done })
+	t.Cleanup(func() {
+		cancel()
+		<-s.done
+		// The server ends its side of the stream after the client has
+		// gone; wait for it to release what it held before the
+		// allocator is checked.
+		deadline := time.Now().Add(10 * time.Second)
+		for ts.mem.CurrentAlloc() != 0 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+	})
 	return s
 }
 
