@@ -190,7 +190,8 @@ func TestChangesFanOutAndSlowConsumer(t *testing.T) {
 	const subs, batches, per = 100, 20, 500
 	var wg sync.WaitGroup
 	counts := make([]int, subs)
-	subsCtx, stopSubs := context.WithCancel(context.Background())
+	// A deadline, so that a lost row fails the test instead of hanging it.
+	subsCtx, stopSubs := context.WithTimeout(context.Background(), time.Minute)
 	defer stopSubs()
 	for i := range subs {
 		rdr, err := ts.cl.DoGet(subsCtx, info.Endpoint[0].Ticket)
@@ -210,6 +211,9 @@ func TestChangesFanOutAndSlowConsumer(t *testing.T) {
 		ts.mustIngest("ev", "append", events(t, b*per, per))
 	}
 	wg.Wait()
+	if err := subsCtx.Err(); err != nil {
+		t.Fatalf("subscribers did not get every row within a minute: %v (counts %v)", err, counts[:10])
+	}
 	for i, c := range counts {
 		if c != batches*per {
 			t.Fatalf("subscriber %d got %d rows, want %d", i, c, batches*per)
