@@ -205,3 +205,6 @@ func (e *Engine) removeStream(s *resultStream) {
 	defer e.mu.Unlock()
 	delete(e.mu.streams, s)
 }
+
+// Version is the embedded DuckDB's version, e.g. "v1.5.6".
+func Version() string { return bindings.LibraryVersion() }
