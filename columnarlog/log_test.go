@@ -169,18 +169,24 @@ func TestAppendReadAcrossSegments(t *testing.T) {
 
 func TestGroupCommitSharesSyncs(t *testing.T) {
 	fs := vfs.NewMem()
-	var syncs atomic.Int64
+	const n = 32
+	var syncs, writes atomic.Int64
 	gate := make(chan struct{})
+	allWriting := make(chan struct{})
 	fs.InjectError(func(op vfs.Op, name string) error {
-		if op == vfs.OpSync {
+		switch op {
+		case vfs.OpSync:
 			syncs.Add(1)
-			<-gate // hold the leader's fsync until every appender has written
+			<-gate // hold the leader's fsync until every appender is writing
+		case vfs.OpWrite:
+			if writes.Add(1) == n {
+				close(allWriting)
+			}
 		}
 		return nil
 	})
 	l := mustOpen(t, "/log", Options{FS: fs})
 	defer l.Close()
-	const n = 32
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
 		wg.Add(1)
@@ -191,10 +197,9 @@ func TestGroupCommitSharesSyncs(t *testing.T) {
 			}
 		}()
 	}
-	// Let the syncs through once every batch is written.
-	for l.Stats().Next < n {
-		time.Sleep(time.Millisecond)
-	}
+	// Let the syncs through once every appender has reached its write (the
+	// last write may land after the released fsync: one more round at most).
+	<-allWriting
 	close(gate)
 	wg.Wait()
 	if s := syncs.Load(); s >= n || s > 3 {

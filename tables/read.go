@@ -1,7 +1,6 @@
 package tables
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -248,14 +247,11 @@ func (d *decoder) decode(b columnarlog.Batch) (arrow.RecordBatch, error) {
 			present = append(present, c)
 		}
 	}
+	// Project returns a body of its own: decoded arrays of an uncompressed
+	// batch point into it, not into the reader's reused buffer.
 	meta, body, err = arrowmsg.Project(batchSchema, present, meta, body)
 	if err != nil {
 		return nil, err
-	}
-	if b.Codec() == columnarlog.CodecNone {
-		// Decoded arrays point into an uncompressed body; the read buffer
-		// under it is reused, so they get their own copy.
-		body = bytes.Clone(body)
 	}
 	fields := make([]arrow.Field, len(present))
 	for i, c := range present {
