@@ -10,15 +10,16 @@ import (
 
 // Table option names (DESIGN.md §3; named as in Fluss where Fluss has one).
 const (
-	OptBucketNum         = "bucket.num"
-	OptBucketKey         = "bucket.key"
-	OptLogCompression    = "log.compression"
-	OptLogRetention      = "log.retention"
-	OptLogSegmentBytes   = "log.segment.bytes"
-	OptDatalakeEnabled   = "datalake.enabled"
-	OptDatalakeFreshness = "datalake.freshness"
-	OptMergeEngine       = "merge-engine"
-	OptVersionColumn     = "merge-engine.versioned.ver-column"
+	OptBucketNum          = "bucket.num"
+	OptBucketKey          = "bucket.key"
+	OptLogCompression     = "log.compression"
+	OptLogRetention       = "log.retention"
+	OptLogSegmentBytes    = "log.segment.bytes"
+	OptDatalakeEnabled    = "datalake.enabled"
+	OptDatalakeFreshness  = "datalake.freshness"
+	OptDatalakeKeepOnDrop = "datalake.keep-on-drop"
+	OptMergeEngine        = "merge-engine"
+	OptVersionColumn      = "merge-engine.versioned.ver-column"
 )
 
 // Compression is the Arrow IPC body compression of log batches.
@@ -71,6 +72,9 @@ type Options struct {
 	DatalakeEnabled bool
 	// DatalakeFreshness is the target lag of the lake. Default: 30s.
 	DatalakeFreshness time.Duration
+	// DatalakeKeepOnDrop keeps the Iceberg table (metadata and data files)
+	// when the table is dropped. Default: false, DROP TABLE drops both.
+	DatalakeKeepOnDrop bool
 	// MergeEngine applies to primary-key tables only. Default: last_row for
 	// primary-key tables, MergeEngineNone for log tables.
 	MergeEngine MergeEngine
@@ -130,6 +134,11 @@ var optionSpecs = map[string]optionSpec{
 		d, err := ParseDuration(v)
 		o.DatalakeFreshness = d
 		return err == nil
+	}},
+	OptDatalakeKeepOnDrop: {"true or false", func(o *Options, v string) bool {
+		b, err := strconv.ParseBool(strings.ToLower(v))
+		o.DatalakeKeepOnDrop = b
+		return err == nil && oneOf(strings.ToLower(v), "true", "false")
 	}},
 	OptMergeEngine: {"one of last_row, first_row, versioned", func(o *Options, v string) bool {
 		o.MergeEngine = MergeEngine(strings.ToLower(v))

@@ -83,7 +83,10 @@ func (s *Server) flightInfo(ctx context.Context, st *planner.Statement, handle s
 		}
 		return &flight.FlightInfo{Schema: flight.SerializeSchema(emptySchema, s.opts.Mem), FlightDescriptor: desc, TotalRecords: n, TotalBytes: -1}, nil
 	case planner.KindScan:
-		return s.scanInfo(ctx, st.Scan, desc)
+		if !s.lakeHasRows(ctx, st.Scan) {
+			return s.scanInfo(ctx, st.Scan, desc)
+		}
+		// Rows in the lake: the engine reads lake and log tail as one table.
 	case planner.KindChanges:
 		return s.changesInfo(ctx, st.Changes, desc)
 	}
@@ -156,6 +159,22 @@ func (s *Server) resolveScan(ctx context.Context, ps *planner.PlainScan) (*table
 		cols[i] = c
 	}
 	return t, cols, nil
+}
+
+// lakeHasRows reports whether some of a table's rows are in the lake (a
+// tiered offset above zero): then a plain scan of the log alone would miss
+// them, and the query engine's union read serves it.
+func (s *Server) lakeHasRows(ctx context.Context, ps *planner.PlainScan) bool {
+	t, err := s.store.Get(ctx, ps.DB, ps.Table)
+	if err != nil {
+		return false // scanInfo reports the error
+	}
+	for _, o := range t.Tiered() {
+		if o > 0 {
+			return s.engine != nil
+		}
+	}
+	return false
 }
 
 // scanInfo captures the committed offsets of every bucket and returns one

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/lakestream/lakestream/columnarlog"
+	"github.com/lakestream/lakestream/tiering"
 )
 
 // Config is a node's configuration. Each field documents its default.
@@ -24,11 +25,18 @@ type Config struct {
 	// HTTP is the metrics and status page address. Default
 	// "127.0.0.1:31380"; "off" disables it.
 	HTTP string
-	// Catalog is the catalog URI. Default: a SQLite file in DataDir
-	// ("sqlite://<data-dir>/catalog.db").
+	// Catalog is the Iceberg catalog URI: sqlite://<file>, postgres://…
+	// or http(s):// for a REST catalog (tiering.StorageConfig). Default:
+	// a SQLite file in DataDir ("sqlite://<data-dir>/iceberg.db"), which
+	// pyiceberg's SqlCatalog reads as it is. Table definitions live in
+	// <data-dir>/catalog.db.
 	Catalog string
-	// Warehouse is the Iceberg warehouse. Default "file://<data-dir>/warehouse".
+	// Warehouse is the Iceberg warehouse: file:///dir or s3://bucket/prefix.
+	// Default "file://<data-dir>/warehouse".
 	Warehouse string
+	// S3 configures an s3:// warehouse; empty fields fall back to the AWS_*
+	// environment variables.
+	S3 tiering.S3Config
 	// Sync is the log durability policy: "always" (fsync before
 	// acknowledging, shared by concurrent writers) or "never". Default "always".
 	Sync string
@@ -51,7 +59,11 @@ func (c *Config) EnsureDefaults() {
 		c.HTTP = "127.0.0.1:31380"
 	}
 	if c.Catalog == "" {
-		c.Catalog = "sqlite://" + filepath.Join(c.DataDir, "catalog.db")
+		abs, err := filepath.Abs(filepath.Join(c.DataDir, "iceberg.db"))
+		if err != nil {
+			abs = filepath.Join(c.DataDir, "iceberg.db")
+		}
+		c.Catalog = "sqlite://" + abs
 	}
 	if c.Warehouse == "" {
 		abs, err := filepath.Abs(filepath.Join(c.DataDir, "warehouse"))
@@ -88,11 +100,11 @@ func (c *Config) Validate() error {
 	if _, err := columnarlog.ParseSyncPolicy(c.Sync); err != nil {
 		errs = append(errs, err)
 	}
-	if _, err := c.catalogPath(); err != nil {
+	if err := c.storage().Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if !strings.HasPrefix(c.Warehouse, "file://") {
-		errs = append(errs, fmt.Errorf("warehouse %q: only file:// warehouses are supported so far", c.Warehouse))
+	if p, ok := strings.CutPrefix(c.Catalog, "sqlite://"); ok && sameFile(p, c.metaPath()) {
+		errs = append(errs, fmt.Errorf("catalog %q: that file holds the table definitions; the Iceberg catalog needs a file of its own", c.Catalog))
 	}
 	if c.DefaultBuckets < 1 || c.DefaultBuckets > 1024 {
 		errs = append(errs, fmt.Errorf("default buckets %d: want 1 to 1024", c.DefaultBuckets))
@@ -100,11 +112,16 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// catalogPath is the SQLite file of a sqlite:// catalog URI.
-func (c *Config) catalogPath() (string, error) {
-	p, ok := strings.CutPrefix(c.Catalog, "sqlite://")
-	if !ok || p == "" {
-		return "", fmt.Errorf("catalog %q: only sqlite://<file> catalogs are supported so far", c.Catalog)
-	}
-	return p, nil
+// metaPath is the SQLite file of the table definitions.
+func (c *Config) metaPath() string { return filepath.Join(c.DataDir, "catalog.db") }
+
+// storage is where the lake is.
+func (c *Config) storage() tiering.StorageConfig {
+	return tiering.StorageConfig{Catalog: c.Catalog, Warehouse: c.Warehouse, S3: c.S3}
+}
+
+func sameFile(a, b string) bool {
+	a, errA := filepath.Abs(a)
+	b, errB := filepath.Abs(b)
+	return errA == nil && errB == nil && a == b
 }

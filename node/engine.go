@@ -2,8 +2,8 @@ package node
 
 import (
 	"github.com/lakestream/lakestream/flightsrv"
+	"github.com/lakestream/lakestream/internal/scan"
 	"github.com/lakestream/lakestream/planner/duck"
-	"github.com/lakestream/lakestream/tables"
 )
 
 // engine is the query engine for everything that is not DDL or a plain scan.
@@ -12,7 +12,8 @@ type engine interface {
 	Close() error
 }
 
-// newEngine starts embedded DuckDB, locked down, over the node's tables.
-func newEngine(store *tables.Store, cfg Config) (engine, error) {
-	return duck.New(store, duck.Options{Logger: cfg.Logger})
+// newEngine starts embedded DuckDB, locked down, over the node's tables
+// (each a union of its lake and log tail).
+func newEngine(res scan.Resolver, cfg Config) (engine, error) {
+	return duck.New(res, duck.Options{Logger: cfg.Logger})
 }

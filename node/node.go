@@ -2,8 +2,10 @@ package node
 
 import (
 	"context"
+
 	"errors"
 	"fmt"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"net"
 	"net/http"
 	"os"
@@ -14,6 +16,7 @@ import (
 	"github.com/lakestream/lakestream/columnarlog"
 	"github.com/lakestream/lakestream/flightsrv"
 	"github.com/lakestream/lakestream/tables"
+	"github.com/lakestream/lakestream/tiering"
 )
 
 // Node is a running Lakestream process.
@@ -21,6 +24,8 @@ type Node struct {
 	cfg     Config
 	cat     *catalog.Catalog
 	store   *tables.Store
+	ice     icecatalog.Catalog
+	lake    *tiering.Service
 	flight  *flightsrv.Server
 	engine  engine
 	flightL net.Listener
@@ -58,8 +63,7 @@ func (n *Node) open(ctx context.Context) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
-	path, _ := cfg.catalogPath()
-	cat, err := catalog.Open(ctx, path, catalog.Config{DefaultBucketNum: cfg.DefaultBuckets})
+	cat, err := catalog.Open(ctx, cfg.metaPath(), catalog.Config{DefaultBucketNum: cfg.DefaultBuckets})
 	if err != nil {
 		return err
 	}
@@ -76,7 +80,13 @@ func (n *Node) open(ctx context.Context) error {
 	}
 	n.store = store
 	cfg.Logger.Info("tables recovered", "elapsed", time.Since(start).Round(time.Millisecond))
-	if n.engine, err = newEngine(store, cfg); err != nil {
+	if n.ice, err = tiering.OpenCatalog(ctx, cfg.storage()); err != nil {
+		return fmt.Errorf("lake catalog: %w", err)
+	}
+	if n.lake, err = tiering.New(ctx, n.ice, store, tiering.Config{Logger: cfg.Logger}); err != nil {
+		return err
+	}
+	if n.engine, err = newEngine(n.lake.Resolver(store), cfg); err != nil {
 		return err
 	}
 	srv, err := flightsrv.New(store, n.engine, flightsrv.Options{Version: cfg.Version, Logger: cfg.Logger})
@@ -114,6 +124,8 @@ func (n *Node) Serve(ctx context.Context) error {
 	bg, stopBG := context.WithCancel(context.Background())
 	go n.flight.Expire(bg)
 	go n.store.RunRetention(bg, time.Minute)
+	lakeDone := make(chan struct{})
+	go func() { n.lake.Run(bg); close(lakeDone) }()
 	n.cfg.Logger.Info("lakestream serving", "flight", n.Addr(), "http", n.HTTPAddr(), "data_dir", n.cfg.DataDir)
 	var err error
 	select {
@@ -122,6 +134,7 @@ func (n *Node) Serve(ctx context.Context) error {
 	}
 	n.cfg.Logger.Info("shutting down")
 	stopBG()
+	<-lakeDone // a round in progress ends; an uncommitted one is redone at start
 	n.flight.Shutdown()
 	stopped := make(chan struct{})
 	go func() { g.GracefulStop(); close(stopped) }()
@@ -152,7 +165,11 @@ func (n *Node) close() error {
 		errs = append(errs, n.engine.Close())
 	}
 	if n.store != nil {
+		n.store.SetDDLHook(nil)
 		errs = append(errs, n.store.Close())
+	}
+	if c, ok := n.ice.(interface{ Close() error }); ok {
+		errs = append(errs, c.Close())
 	}
 	if n.cat != nil {
 		errs = append(errs, n.cat.Close())

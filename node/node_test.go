@@ -110,7 +110,7 @@ func TestNodeServesRestartsAndReports(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	c := Config{Listen: "nope", HTTP: "x", Sync: "sometimes", Catalog: "postgres://x", Warehouse: "s3://b", DefaultBuckets: 5000}
+	c := Config{Listen: "nope", HTTP: "x", Sync: "sometimes", Catalog: "ftp://x", Warehouse: "s3://b", DefaultBuckets: 5000}
 	c.EnsureDefaults()
 	err := c.Validate()
 	for _, want := range []string{"listen", "http", "sometimes", "catalog", "warehouse", "default buckets"} {

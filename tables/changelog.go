@@ -38,7 +38,7 @@ type changelogView struct{ t *Table }
 func (v changelogView) Name() string          { return v.t.Name() + ChangelogSuffix }
 func (v changelogView) Schema() *arrow.Schema { return changelogSchema(v.t.Def().ArrowSchema()) }
 func (v changelogView) Plan(_ context.Context, req scan.Request) (scan.Plan, error) {
-	return v.t.plan(req, true)
+	return v.t.plan(req, true, v.t.Snapshot())
 }
 
 // splitChangelog resolves "t$changelog" to t.

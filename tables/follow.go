@@ -24,7 +24,7 @@ func (t *Table) Follow(ctx context.Context, bucket int, from int64, cols []int, 
 		return fmt.Errorf("follow %s: bucket %d out of range", t.Name(), bucket)
 	}
 	l := t.log.Bucket(bucket)
-	p, err := t.plan(scan.Request{Columns: cols}, true)
+	p, err := t.plan(scan.Request{Columns: cols}, true, nil)
 	if err != nil {
 		return err
 	}

@@ -92,12 +92,18 @@ func (t *Table) Schema() *arrow.Schema { return t.Def().ArrowSchema() }
 
 // Plan captures a decoded scan of the log: one part per bucket.
 func (t *Table) Plan(ctx context.Context, req scan.Request) (scan.Plan, error) {
-	return t.plan(req, false)
+	return t.plan(req, false, t.Snapshot())
 }
 
-// plan captures a scan of the table, or of its changelog view, whose schema
-// is the table's followed by changelogFields.
-func (t *Table) plan(req scan.Request, changelog bool) (scan.Plan, error) {
+// PlanRanges is Plan over the given offset ranges only, one part per
+// range: the union read uses it for the log tail above the lake.
+func (t *Table) PlanRanges(req scan.Request, ranges []Range) (scan.Plan, error) {
+	return t.plan(req, false, ranges)
+}
+
+// plan captures a scan of ranges of the table, or of its changelog view,
+// whose schema is the table's followed by changelogFields.
+func (t *Table) plan(req scan.Request, changelog bool, ranges []Range) (scan.Plan, error) {
 	def := t.Def()
 	schema := def.ArrowSchema()
 	if changelog {
@@ -122,7 +128,10 @@ func (t *Table) plan(req scan.Request, changelog bool) (scan.Plan, error) {
 		return nil, fmt.Errorf("scan %s: %w", def.FullName(), err)
 	}
 	p := &logPlan{t: t, def: def, cols: cols, schema: arrow.NewSchema(fields, nil), changelog: changelog, prune: prune}
-	for _, r := range t.Snapshot() {
+	for _, r := range ranges {
+		if r.Bucket < 0 || r.Bucket >= t.log.Buckets() {
+			return nil, fmt.Errorf("scan %s: bucket %d out of range", def.FullName(), r.Bucket)
+		}
 		p.parts = append(p.parts, &logPart{plan: p, r: r})
 	}
 	return p, nil

@@ -10,8 +10,9 @@ import (
 
 // ApplyRetention deletes, in every table, the log segments older than the
 // table's log.retention. A table tiered into the lake (datalake.enabled)
-// keeps every segment not yet tiered, whatever its age: until the tiering
-// service exists, that is all of them, since the log is the only copy.
+// keeps every segment not yet tiered (below the bucket's tiered offset),
+// whatever its age, since the log is then the only copy; with no tiered
+// offset known yet, it keeps them all.
 // It returns the number of segments deleted.
 func (s *Store) ApplyRetention() (int, error) {
 	s.mu.Lock()
@@ -23,11 +24,15 @@ func (s *Store) ApplyRetention() (int, error) {
 	deleted := 0
 	for _, t := range open {
 		def := t.Def()
-		floor := int64(math.MaxInt64)
-		if def.Options.DatalakeEnabled {
-			floor = 0 // the tiered offset; nothing is tiered yet
-		}
+		tiered := t.Tiered()
 		for b := 0; b < t.log.Buckets(); b++ {
+			floor := int64(math.MaxInt64)
+			if def.Options.DatalakeEnabled {
+				floor = 0
+				if b < len(tiered) {
+					floor = tiered[b]
+				}
+			}
 			n, err := t.log.Bucket(b).ApplyRetention(columnarlog.Retention{MaxAge: def.Options.LogRetention, Floor: floor})
 			deleted += n
 			if err != nil {

@@ -38,6 +38,42 @@ type Store struct {
 
 	mu   sync.Mutex
 	open map[int64]*Table
+	hook DDLHook
+}
+
+// DDLHook is told of each table change once the catalog holds it. The lake
+// uses it to keep the Iceberg table in step with the definition.
+type DDLHook interface {
+	// TableCreated runs after CREATE TABLE; an error undoes the CREATE.
+	TableCreated(ctx context.Context, def *catalog.Table) error
+	// TableAltered runs after ADD COLUMN.
+	TableAltered(ctx context.Context, def *catalog.Table) error
+	// TableDropped runs after DROP TABLE (also of a DROP DATABASE CASCADE).
+	TableDropped(ctx context.Context, def *catalog.Table) error
+}
+
+// SetDDLHook sets the hook told of table changes; nil removes it.
+func (s *Store) SetDDLHook(h DDLHook) {
+	s.mu.Lock()
+	s.hook = h
+	s.mu.Unlock()
+}
+
+func (s *Store) ddlHook() DDLHook {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hook
+}
+
+// Tables returns the open tables.
+func (s *Store) Tables() []*Table {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*Table, 0, len(s.open))
+	for _, t := range s.open {
+		out = append(out, t)
+	}
+	return out
 }
 
 // Open opens every table of the catalog, recovering its logs, and removes
@@ -166,6 +202,12 @@ func (s *Store) Exec(ctx context.Context, stmt catalog.Statement) error {
 		if err != nil || def == nil {
 			return err
 		}
+		if h := s.ddlHook(); h != nil {
+			if err := h.TableCreated(ctx, def); err != nil {
+				_, derr := s.cat.DropTable(context.WithoutCancel(ctx), def.DB, def.Name, true)
+				return errors.Join(fmt.Errorf("create table %s: %w", def.FullName(), err), derr)
+			}
+		}
 		_, err = s.openTable(def)
 		return err
 	case *catalog.DropTable:
@@ -173,7 +215,7 @@ func (s *Store) Exec(ctx context.Context, stmt catalog.Statement) error {
 		if err != nil || def == nil {
 			return err
 		}
-		return s.removeTable(def.ID)
+		return errors.Join(s.removeTable(def.ID), s.dropped(ctx, def))
 	case *catalog.DropDatabase:
 		defs, err := s.cat.DropDatabase(ctx, st.Name, st.IfExists, st.Cascade)
 		if err != nil {
@@ -181,7 +223,7 @@ func (s *Store) Exec(ctx context.Context, stmt catalog.Statement) error {
 		}
 		var errs []error
 		for _, def := range defs {
-			errs = append(errs, s.removeTable(def.ID))
+			errs = append(errs, s.removeTable(def.ID), s.dropped(ctx, def))
 		}
 		return errors.Join(errs...)
 	case *catalog.AddColumn:
@@ -189,12 +231,24 @@ func (s *Store) Exec(ctx context.Context, stmt catalog.Statement) error {
 		if err != nil {
 			return err
 		}
-		_, err = s.openTable(def)
-		return err
+		if _, err = s.openTable(def); err != nil {
+			return err
+		}
+		if h := s.ddlHook(); h != nil {
+			return h.TableAltered(ctx, def)
+		}
+		return nil
 	case *catalog.CreateDatabase:
 		return s.cat.CreateDatabase(ctx, st.Name, st.IfNotExists)
 	}
 	return fmt.Errorf("unsupported statement %T", stmt)
+}
+
+func (s *Store) dropped(ctx context.Context, def *catalog.Table) error {
+	if h := s.ddlHook(); h != nil {
+		return h.TableDropped(ctx, def)
+	}
+	return nil
 }
 
 // removeTable closes a dropped table and deletes its data.

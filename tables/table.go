@@ -24,6 +24,25 @@ type Table struct {
 	mem   memory.Allocator
 	rr    atomic.Uint64 // round-robin bucket of the next keyless batch
 	limit Limits
+	// tiered is each bucket's tiered offset, as last committed to the lake
+	// (nil until the tiering service has read it): log retention keeps
+	// every offset at or above it.
+	tiered atomic.Pointer[[]int64]
+}
+
+// SetTiered records each bucket's tiered offset: the offsets below it are
+// in the lake, so retention may delete their segments once old enough.
+func (t *Table) SetTiered(offsets []int64) {
+	o := append([]int64(nil), offsets...)
+	t.tiered.Store(&o)
+}
+
+// Tiered returns each bucket's tiered offset, or nil if none is known yet.
+func (t *Table) Tiered() []int64 {
+	if p := t.tiered.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // Limits bound what one write may carry.

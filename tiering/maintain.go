@@ -1,0 +1,174 @@
+package tiering
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/table/compaction"
+)
+
+// Maintenance is the table maintenance policy. A table tiered every few
+// seconds gains a snapshot, a manifest and a few small data files each
+// round; without maintenance its metadata file, its manifest list and its
+// planning time grow with every round. Manifests are merged as they are
+// written (commit.manifest-merge.enabled); the rest runs here, after
+// rounds, by the table's committer.
+type Maintenance struct {
+	// EveryRounds runs snapshot expiry and compaction after this many
+	// rounds. Default 10.
+	EveryRounds int
+	// RetainSnapshots keeps at least this many recent snapshots. Default 20.
+	RetainSnapshots int
+	// SnapshotAge expires snapshots older than this, beyond the retained
+	// ones. A query planned on an expired snapshot may find files it reads
+	// replaced by compaction, so it is longer than any query. Default 10m;
+	// negative means expire by count only.
+	SnapshotAge time.Duration
+	// CompactMinFiles compacts a partition once it has this many files
+	// smaller than 3/4 of the target file size. Default 8.
+	CompactMinFiles int
+	// OrphanAge deletes files under the table location that no snapshot
+	// references (left by rounds that crashed before their commit) once
+	// they are this old. Default 1h.
+	OrphanAge time.Duration
+	// OrphanEveryRounds looks for orphan files after this many rounds.
+	// Default 500.
+	OrphanEveryRounds int
+}
+
+func (m *Maintenance) ensureDefaults() {
+	if m.EveryRounds <= 0 {
+		m.EveryRounds = 10
+	}
+	if m.RetainSnapshots <= 0 {
+		m.RetainSnapshots = 20
+	}
+	if m.SnapshotAge == 0 {
+		m.SnapshotAge = 10 * time.Minute
+	}
+	if m.CompactMinFiles <= 0 {
+		m.CompactMinFiles = 8
+	}
+	if m.OrphanAge <= 0 {
+		m.OrphanAge = time.Hour
+	}
+	if m.OrphanEveryRounds <= 0 {
+		m.OrphanEveryRounds = 500
+	}
+}
+
+// MaintenanceResult says what one maintenance pass did.
+type MaintenanceResult struct {
+	SnapshotsExpired int
+	FilesCompacted   int
+	OrphansDeleted   int
+}
+
+// maintain runs the due maintenance of a table after a round.
+func (s *Service) maintain(ctx context.Context, lt *lakeTable) error {
+	n := lt.rounds.Load()
+	m := s.cfg.Maintenance
+	if n == 0 || n%int64(m.EveryRounds) != 0 {
+		return nil
+	}
+	_, err := s.Maintain(ctx, lt.t.Def().ID, n%int64(m.OrphanEveryRounds) == 0)
+	return err
+}
+
+// Maintain compacts the table's small files and expires old snapshots
+// now, and with orphans also deletes files no snapshot references. It holds
+// the table's committer: no round runs meanwhile.
+func (s *Service) Maintain(ctx context.Context, tableID int64, orphans bool) (MaintenanceResult, error) {
+	var res MaintenanceResult
+	lt := s.lookup(tableID)
+	if lt == nil {
+		return res, errDropped
+	}
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	st := lt.state.Load()
+	tbl := st.tbl
+	if tbl.CurrentSnapshot() == nil {
+		return res, nil
+	}
+	m := s.cfg.Maintenance
+	var err error
+	if tbl, res.FilesCompacted, err = s.compact(ctx, tbl, m); err != nil {
+		return res, fmt.Errorf("compact lake table %s: %w", lt.t.Name(), err)
+	}
+	lt.state.Store(&lakeState{tbl: tbl, offsets: st.offsets})
+	before := len(tbl.Metadata().Snapshots())
+	tx := tbl.NewTransaction()
+	opts := []table.ExpireSnapshotsOpt{table.WithRetainLast(m.RetainSnapshots)}
+	if m.SnapshotAge > 0 {
+		opts = append(opts, table.WithOlderThan(m.SnapshotAge))
+	} else {
+		opts = append(opts, table.WithOlderThan(0))
+	}
+	if err := tx.ExpireSnapshots(opts...); err != nil {
+		return res, fmt.Errorf("expire snapshots of %s: %w", lt.t.Name(), err)
+	}
+	if next, err := tx.Commit(ctx); err != nil {
+		if !errors.Is(err, table.ErrCommitFailed) {
+			return res, fmt.Errorf("expire snapshots of %s: %w", lt.t.Name(), err)
+		}
+		// Someone else committed: the next pass expires them.
+	} else {
+		res.SnapshotsExpired = before - len(next.Metadata().Snapshots())
+		tbl = next
+		lt.state.Store(&lakeState{tbl: tbl, offsets: st.offsets})
+	}
+	if orphans {
+		r, err := tbl.DeleteOrphanFiles(ctx, table.WithFilesOlderThan(m.OrphanAge))
+		if err != nil {
+			return res, fmt.Errorf("delete orphan files of %s: %w", lt.t.Name(), err)
+		}
+		res.OrphansDeleted = len(r.DeletedFiles)
+	}
+	return res, nil
+}
+
+// compact rewrites each partition's small files into larger ones, in one
+// replace commit that keeps the rows (and so the tiered offsets) as they
+// are.
+func (s *Service) compact(ctx context.Context, tbl *table.Table, m Maintenance) (*table.Table, int, error) {
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		return tbl, 0, err
+	}
+	cfg := compaction.DefaultConfig()
+	cfg.MinInputFiles = uint(m.CompactMinFiles)
+	plan, err := cfg.PlanCompaction(tasks)
+	if err != nil || len(plan.Groups) == 0 {
+		return tbl, 0, err
+	}
+	groups := make([]table.CompactionTaskGroup, len(plan.Groups))
+	files := 0
+	for i, g := range plan.Groups {
+		groups[i] = table.CompactionTaskGroup{PartitionKey: g.PartitionKey, Tasks: g.Tasks, TotalSizeBytes: g.TotalSizeBytes}
+		files += len(g.Tasks)
+	}
+	tx := tbl.NewTransaction()
+	if _, err := tx.RewriteDataFiles(ctx, groups, table.RewriteDataFilesOptions{}); err != nil {
+		return tbl, 0, err
+	}
+	next, err := tx.Commit(ctx)
+	if errors.Is(err, table.ErrCommitFailed) {
+		return tbl, 0, nil // a concurrent commit; the next pass compacts
+	}
+	if err != nil {
+		return tbl, 0, err
+	}
+	return next, files, nil
+}
+
+// purge deletes the files of a dropped table.
+func purge(ctx context.Context, tbl *table.Table) error {
+	if tbl == nil {
+		return nil
+	}
+	return tbl.PurgeFiles(ctx)
+}

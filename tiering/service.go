@@ -1,0 +1,325 @@
+package tiering
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	icecatalog "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/lakestream/lakestream/catalog"
+	"github.com/lakestream/lakestream/tables"
+)
+
+// Config configures a Service. Zero fields take their defaults.
+type Config struct {
+	// MaxRoundRows bounds the rows one round tiers, so that a large backlog
+	// (after downtime) is committed in steps. Default 8M.
+	MaxRoundRows int64
+	// Maintenance is the table maintenance policy (maintain.go).
+	Maintenance Maintenance
+	// Mem allocates decoded records. Default: Go's allocator.
+	Mem    memory.Allocator
+	Logger *slog.Logger
+
+	// faults, for tests only, stop a round at a point as a crash would.
+	faults faults
+}
+
+// faults are the test seams of a round: a non-nil error from a hook ends
+// the round there, with no clean-up, as if the process had died.
+type faults struct {
+	midRound     func(bucket int) error // after a bucket's rows went to the writer
+	beforeCommit func() error           // data files written, nothing committed
+	afterCommit  func() error           // committed, nothing recorded locally
+}
+
+func (c *Config) ensureDefaults() {
+	if c.MaxRoundRows <= 0 {
+		c.MaxRoundRows = 8 << 20
+	}
+	if c.Mem == nil {
+		c.Mem = memory.DefaultAllocator
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	c.Maintenance.ensureDefaults()
+}
+
+// Service tiers the tables of a store into an Iceberg catalog and serves
+// union reads. It implements tables.DDLHook.
+type Service struct {
+	cfg   Config
+	cat   icecatalog.Catalog
+	store *tables.Store
+
+	mu     sync.Mutex
+	tables map[int64]*lakeTable // by Lakestream table id
+}
+
+// lakeTable is one table's tiering state. mu makes its committer the only
+// one: rounds and maintenance hold it.
+type lakeTable struct {
+	t     *tables.Table
+	ident table.Identifier
+
+	mu    sync.Mutex
+	state atomic.Pointer[lakeState]
+
+	// status, for metrics and lakestream.tiering
+	rounds       atomic.Int64
+	rowsTiered   atomic.Int64
+	lastRound    atomic.Int64 // unix nanos of the last successful round
+	lastCommitNs atomic.Int64 // duration of the last commit
+	lastErr      atomic.Pointer[string]
+	conflicts    atomic.Int64
+}
+
+// lakeState is an Iceberg table as last loaded or committed, with the
+// tiered offsets its metadata holds. It is immutable.
+type lakeState struct {
+	tbl     *table.Table
+	offsets []int64
+}
+
+// New opens the lake side of every table of store that tiers
+// (datalake.enabled), creating missing Iceberg tables and reading back each
+// one's tiered offsets, and registers itself as the store's DDL hook.
+func New(ctx context.Context, cat icecatalog.Catalog, store *tables.Store, cfg Config) (*Service, error) {
+	cfg.ensureDefaults()
+	s := &Service{cfg: cfg, cat: cat, store: store, tables: map[int64]*lakeTable{}}
+	for _, t := range store.Tables() {
+		if !t.Def().Options.DatalakeEnabled {
+			continue
+		}
+		if _, err := s.open(ctx, t); err != nil {
+			return nil, err
+		}
+	}
+	store.SetDDLHook(s)
+	return s, nil
+}
+
+func identOf(def *catalog.Table) table.Identifier { return table.Identifier{def.DB, def.Name} }
+
+// open loads (or creates) the Iceberg table of t and registers it.
+func (s *Service) open(ctx context.Context, t *tables.Table) (*lakeTable, error) {
+	def := t.Def()
+	lt := &lakeTable{t: t, ident: identOf(def)}
+	st, err := s.loadOrCreate(ctx, def)
+	if err != nil {
+		return nil, err
+	}
+	lt.state.Store(st)
+	t.SetTiered(st.offsets)
+	s.mu.Lock()
+	s.tables[def.ID] = lt
+	s.mu.Unlock()
+	return lt, nil
+}
+
+func (s *Service) lookup(id int64) *lakeTable {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tables[id]
+}
+
+// loadOrCreate returns the Iceberg table of def, creating it (and its
+// namespace) if missing, with its schema evolved to def's columns.
+func (s *Service) loadOrCreate(ctx context.Context, def *catalog.Table) (*lakeState, error) {
+	ident := identOf(def)
+	tbl, err := s.cat.LoadTable(ctx, ident)
+	if errors.Is(err, icecatalog.ErrNoSuchTable) {
+		tbl, err = s.create(ctx, def)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lake table %s: %w", def.FullName(), err)
+	}
+	if id := tbl.Properties()[tableIDKey]; id != fmt.Sprint(def.ID) {
+		return nil, fmt.Errorf("lake table %s: the Iceberg table belongs to Lakestream table id %s, not %d (a dropped table's lake kept by datalake.keep-on-drop?): drop or rename it in the Iceberg catalog", def.FullName(), id, def.ID)
+	}
+	if tbl, err = s.evolve(ctx, tbl, def); err != nil {
+		return nil, fmt.Errorf("lake table %s: %w", def.FullName(), err)
+	}
+	return newState(tbl, def.Options.BucketNum)
+}
+
+func newState(tbl *table.Table, buckets int) (*lakeState, error) {
+	o, err := parseOffsets(tbl.Properties()[offsetsKey], buckets)
+	if err != nil {
+		return nil, err
+	}
+	return &lakeState{tbl: tbl, offsets: o}, nil
+}
+
+// tableProperties are set on every Iceberg table Lakestream creates.
+func tableProperties(def *catalog.Table) iceberg.Properties {
+	return iceberg.Properties{
+		tableIDKey: fmt.Sprint(def.ID),
+		offsetsKey: formatOffsets(make([]int64, def.Options.BucketNum)),
+		// Parquet data files compressed with zstd (DESIGN §5).
+		table.ParquetCompressionKey: "zstd",
+		// Appends merge small manifests, and old metadata files are deleted,
+		// so that a table tiered every few seconds keeps flat commit and
+		// planning times (see also maintain.go).
+		table.ManifestMergeEnabledKey:             "true",
+		table.MetadataDeleteAfterCommitEnabledKey: "true",
+		table.MetadataPreviousVersionsMaxKey:      "20",
+		table.ManifestMinMergeCountKey:            "16",
+	}
+}
+
+func (s *Service) create(ctx context.Context, def *catalog.Table) (*table.Table, error) {
+	ns := table.Identifier{def.DB}
+	if err := s.cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, icecatalog.ErrNamespaceAlreadyExists) {
+		return nil, fmt.Errorf("create namespace %s: %w", def.DB, err)
+	}
+	sch, err := icebergSchema(def)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := partitionSpec(def, sch)
+	if err != nil {
+		return nil, err
+	}
+	return s.cat.CreateTable(ctx, identOf(def), sch,
+		icecatalog.WithPartitionSpec(&spec),
+		icecatalog.WithProperties(tableProperties(def)))
+}
+
+// evolve adds to tbl the columns def has and tbl lacks (ADD COLUMN).
+func (s *Service) evolve(ctx context.Context, tbl *table.Table, def *catalog.Table) (*table.Table, error) {
+	tx := tbl.NewTransaction()
+	changed, err := evolveSchema(tx, tbl.Schema(), def)
+	if err != nil || !changed {
+		return tbl, err
+	}
+	return tx.Commit(ctx)
+}
+
+// TableCreated creates the Iceberg table of a new table that tiers.
+func (s *Service) TableCreated(ctx context.Context, def *catalog.Table) error {
+	if !def.Options.DatalakeEnabled {
+		return nil
+	}
+	t, err := s.store.ByID(ctx, def.ID)
+	if err != nil {
+		return err
+	}
+	_, err = s.open(ctx, t)
+	return err
+}
+
+// TableAltered adds the new columns to the Iceberg table. A failure is
+// logged, not returned: the ADD COLUMN stands, and the next round retries.
+func (s *Service) TableAltered(ctx context.Context, def *catalog.Table) error {
+	lt := s.lookup(def.ID)
+	if lt == nil {
+		return nil
+	}
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	st := lt.state.Load()
+	tbl, err := s.evolve(ctx, st.tbl, def)
+	if err != nil {
+		s.cfg.Logger.Warn("lake schema evolution failed; retried on the next round", "table", def.FullName(), "error", err)
+		return nil
+	}
+	lt.state.Store(&lakeState{tbl: tbl, offsets: st.offsets})
+	return nil
+}
+
+// TableDropped drops the Iceberg table too, with its files, unless the
+// table kept it (datalake.keep-on-drop).
+func (s *Service) TableDropped(ctx context.Context, def *catalog.Table) error {
+	s.mu.Lock()
+	lt := s.tables[def.ID]
+	delete(s.tables, def.ID)
+	s.mu.Unlock()
+	if lt == nil || def.Options.DatalakeKeepOnDrop {
+		return nil
+	}
+	lt.mu.Lock() // wait for a round in progress
+	defer lt.mu.Unlock()
+	st := lt.state.Load()
+	if err := s.cat.DropTable(ctx, lt.ident); err != nil && !errors.Is(err, icecatalog.ErrNoSuchTable) {
+		return fmt.Errorf("drop lake table %s: %w", def.FullName(), err)
+	}
+	if err := purge(ctx, st.tbl); err != nil {
+		s.cfg.Logger.Warn("lake files of a dropped table not all deleted", "table", def.FullName(), "error", err)
+	}
+	return nil
+}
+
+// Run tiers every table each datalake.freshness, and maintains them, until
+// ctx ends. Tables run independently, one committer each.
+func (s *Service) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	running := map[*lakeTable]bool{}
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		s.mu.Lock()
+		for _, lt := range s.tables {
+			if !running[lt] {
+				running[lt] = true
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					s.runTable(ctx, lt)
+				}()
+			}
+		}
+		s.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// runTable is the loop of one table's committer; it ends with ctx or when
+// the table is dropped.
+func (s *Service) runTable(ctx context.Context, lt *lakeTable) {
+	id := lt.t.Def().ID
+	backoff := time.Second
+	for {
+		def := lt.t.Def()
+		wait := def.Options.DatalakeFreshness
+		res, err := s.Round(ctx, id)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, errDropped):
+			return
+		case err != nil:
+			s.cfg.Logger.Error("tiering round failed", "table", def.FullName(), "error", err, "retry_in", backoff)
+			wait, backoff = backoff, min(2*backoff, time.Minute)
+		default:
+			backoff = time.Second
+			if res.Truncated {
+				wait = 0 // more backlog: go on at once
+			}
+			if err := s.maintain(ctx, lt); err != nil && ctx.Err() == nil {
+				s.cfg.Logger.Warn("lake maintenance failed", "table", def.FullName(), "error", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+var errDropped = errors.New("table dropped")

@@ -1,0 +1,252 @@
+package tiering
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/lakestream/lakestream/columnarlog"
+	"github.com/lakestream/lakestream/tables"
+)
+
+// RoundResult says what one tiering round did.
+type RoundResult struct {
+	// From and To are each bucket's tiered offset before and after.
+	From, To []int64
+	// Rows is the number of rows committed to the lake.
+	Rows int64
+	// Truncated is set when the round stopped at MaxRoundRows with more
+	// committed rows left to tier.
+	Truncated bool
+	// Commit is the time the Iceberg commit took.
+	Commit time.Duration
+}
+
+// maxCommitAttempts bounds the rounds retried after commit conflicts.
+const maxCommitAttempts = 5
+
+// Round runs one tiering round of a table now: everything committed in its
+// log above the tiered offsets (up to MaxRoundRows) goes into one Iceberg
+// commit with the new offsets. It is the table's only committer while it
+// runs.
+func (s *Service) Round(ctx context.Context, tableID int64) (RoundResult, error) {
+	lt := s.lookup(tableID)
+	if lt == nil {
+		return RoundResult{}, errDropped
+	}
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	if s.lookup(tableID) != lt {
+		return RoundResult{}, errDropped
+	}
+	res, err := s.round(ctx, lt)
+	if err != nil {
+		msg := err.Error()
+		lt.lastErr.Store(&msg)
+		return res, err
+	}
+	lt.lastErr.Store(nil)
+	lt.rounds.Add(1)
+	lt.rowsTiered.Add(res.Rows)
+	lt.lastRound.Store(time.Now().UnixNano())
+	return res, nil
+}
+
+func (s *Service) round(ctx context.Context, lt *lakeTable) (RoundResult, error) {
+	for attempt := 1; ; attempt++ {
+		res, err := s.tryRound(ctx, lt)
+		if !errors.Is(err, table.ErrCommitFailed) || attempt == maxCommitAttempts {
+			return res, err
+		}
+		// A clean conflict: someone else committed to the Iceberg table
+		// (maintenance run elsewhere, a lake engine's own writes). Nothing of
+		// this round is in the table; reload and redo it on the new state.
+		lt.conflicts.Add(1)
+		s.cfg.Logger.Info("tiering commit conflict, retrying", "table", lt.t.Name(), "attempt", attempt, "error", err)
+		if err := s.reload(ctx, lt); err != nil {
+			return res, err
+		}
+	}
+}
+
+// reload reads the table's Iceberg state back from the catalog.
+func (s *Service) reload(ctx context.Context, lt *lakeTable) error {
+	tbl, err := s.cat.LoadTable(ctx, lt.ident)
+	if err != nil {
+		return fmt.Errorf("reload lake table %s: %w", lt.t.Name(), err)
+	}
+	st, err := newState(tbl, lt.t.Log().Buckets())
+	if err != nil {
+		return fmt.Errorf("lake table %s: %w", lt.t.Name(), err)
+	}
+	lt.state.Store(st)
+	lt.t.SetTiered(st.offsets)
+	return nil
+}
+
+func (s *Service) tryRound(ctx context.Context, lt *lakeTable) (RoundResult, error) {
+	t := lt.t
+	def := t.Def()
+	st := lt.state.Load()
+	tbl := st.tbl
+	// Columns added since the Iceberg schema was last evolved.
+	if len(tbl.Schema().Fields()) < len(def.Columns) {
+		var err error
+		if tbl, err = s.evolve(ctx, tbl, def); err != nil {
+			return RoundResult{}, fmt.Errorf("evolve lake schema of %s: %w", def.FullName(), err)
+		}
+		st = &lakeState{tbl: tbl, offsets: st.offsets}
+		lt.state.Store(st)
+	}
+	ends := t.Log().CommittedEnds()
+	res := RoundResult{From: st.offsets, To: append([]int64(nil), st.offsets...)}
+	var backlog int64
+	for b, end := range ends {
+		if end < st.offsets[b] {
+			return res, fmt.Errorf("table %s bucket %d: the lake is tiered to offset %d but the log ends at %d: the log lost acknowledged rows", def.FullName(), b, st.offsets[b], end)
+		}
+		backlog += end - st.offsets[b]
+	}
+	if backlog == 0 {
+		return res, nil
+	}
+	// Bound the round: each bucket gets its share of MaxRoundRows.
+	perBucket := max(1, s.cfg.MaxRoundRows/int64(len(ends)))
+	limits := make([]int64, len(ends))
+	for b, end := range ends {
+		limits[b] = min(end, st.offsets[b]+perBucket)
+		if limits[b] < end {
+			res.Truncated = true
+		}
+	}
+	// The snapshot summary is read when the append commits, after the rows
+	// went through; the offsets are filled in as each bucket is read.
+	summary := iceberg.Properties{}
+	rows := s.roundRecords(ctx, t, st.offsets, limits, res.To, &res.Rows)
+	rdr := array.ReaderFromIter(t.Schema(), rows)
+	defer rdr.Release()
+	tx := tbl.NewTransaction()
+	summary[offsetsKey] = "" // set below, before the commit builds the summary
+	err := tx.Append(ctx, &summarizingReader{RecordReader: rdr, done: func() {
+		summary[offsetsKey] = formatOffsets(res.To)
+	}}, summary)
+	if err != nil {
+		return res, fmt.Errorf("tier %s: write: %w", def.FullName(), err)
+	}
+	if res.Rows == 0 {
+		return res, nil
+	}
+	if err := tx.SetProperties(iceberg.Properties{offsetsKey: formatOffsets(res.To)}); err != nil {
+		return res, err
+	}
+	if f := s.cfg.faults.beforeCommit; f != nil {
+		if err := f(); err != nil {
+			return res, err
+		}
+	}
+	start := time.Now()
+	next, err := tx.Commit(ctx)
+	res.Commit = time.Since(start)
+	if err != nil && !errors.Is(err, table.ErrCommitFailed) {
+		// The commit's fate is unknown: the catalog may have taken it. The
+		// table's offsets tell: if they moved to ours, it did.
+		if rerr := s.reload(ctx, lt); rerr == nil && equalOffsets(lt.state.Load().offsets, res.To) {
+			s.cfg.Logger.Warn("tiering commit reported an error but is in the table", "table", def.FullName(), "error", err)
+			return res, nil
+		}
+		return res, fmt.Errorf("tier %s: commit: %w", def.FullName(), err)
+	}
+	if err != nil {
+		return res, err
+	}
+	if f := s.cfg.faults.afterCommit; f != nil {
+		if err := f(); err != nil {
+			return res, err
+		}
+	}
+	lt.lastCommitNs.Store(int64(res.Commit))
+	lt.state.Store(&lakeState{tbl: next, offsets: res.To})
+	t.SetTiered(res.To)
+	return res, nil
+}
+
+// roundRecords yields the decoded rows of every bucket b's offsets
+// [from[b], limit[b]), whole batches only, and records in to[b] the offset
+// after the last batch it yielded and in rows their number.
+func (s *Service) roundRecords(ctx context.Context, t *tables.Table, from, limits, to []int64, rows *int64) iter.Seq2[arrow.RecordBatch, error] {
+	cols := make([]int, t.Schema().NumFields())
+	for i := range cols {
+		cols[i] = i
+	}
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		stop := errors.New("stop")
+		for b := range from {
+			if limits[b] <= from[b] {
+				continue
+			}
+			r := tables.Range{Bucket: b, From: from[b], To: limits[b]}
+			err := t.ReadBatches(ctx, r, func(batch columnarlog.Batch) error {
+				rec, err := t.DecodeBatch(batch, cols)
+				if err != nil {
+					return err
+				}
+				to[b] = batch.NextOffset()
+				*rows += rec.NumRows()
+				if !yield(rec, nil) {
+					return stop
+				}
+				return nil
+			})
+			if errors.Is(err, stop) {
+				return
+			}
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if f := s.cfg.faults.midRound; f != nil {
+				if err := f(b); err != nil {
+					yield(nil, err)
+					return
+				}
+			}
+		}
+	}
+}
+
+// summarizingReader calls done once its records are exhausted, before the
+// append builds its snapshot summary.
+type summarizingReader struct {
+	array.RecordReader
+	done func()
+}
+
+func (r *summarizingReader) Next() bool {
+	if r.RecordReader.Next() {
+		return true
+	}
+	if r.RecordReader.Err() == nil && r.done != nil {
+		r.done()
+		r.done = nil
+	}
+	return false
+}
+
+func equalOffsets(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,364 @@
+package tiering
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/lakestream/lakestream/internal/scan"
+	"github.com/lakestream/lakestream/tables"
+)
+
+// lakeSuffix names a table's lake layer: SELECT ... FROM "t$lake".
+const lakeSuffix = "$lake"
+
+// Resolver resolves table names for the query engine: a table that tiers is
+// the union of its lake and log tail, "t$lake" its lake layer only; every
+// other name goes to base.
+func (s *Service) Resolver(base *tables.Store) scan.Resolver {
+	return resolver{s: s, base: base}
+}
+
+type resolver struct {
+	s    *Service
+	base *tables.Store
+}
+
+func (r resolver) Table(ctx context.Context, db, name string) (scan.Table, error) {
+	if isStatusTable(db, name) {
+		return statusTable{r.s}, nil
+	}
+	if n, ok := cutSuffixFold(name, lakeSuffix); ok {
+		t, err := r.base.Get(ctx, db, n)
+		if err != nil {
+			return r.base.Table(ctx, db, n) // the store's not-found error
+		}
+		lt := r.s.lookup(t.Def().ID)
+		if lt == nil {
+			return nil, fmt.Errorf("%w: table %s is not tiered into the lake (datalake.enabled is false)", scan.ErrTableNotFound, t.Name())
+		}
+		return &unionTable{s: r.s, lt: lt, lakeOnly: true}, nil
+	}
+	st, err := r.base.Table(ctx, db, name)
+	if err != nil {
+		return nil, err
+	}
+	t, ok := st.(*tables.Table)
+	if !ok {
+		return st, nil // a view such as t$changelog: the log only
+	}
+	if lt := r.s.lookup(t.Def().ID); lt != nil {
+		return &unionTable{s: r.s, lt: lt}, nil
+	}
+	return t, nil
+}
+
+func cutSuffixFold(s, suffix string) (string, bool) {
+	if len(s) > len(suffix) && strings.EqualFold(s[len(s)-len(suffix):], suffix) {
+		return s[:len(s)-len(suffix)], true
+	}
+	return s, false
+}
+
+// unionTable is a tiered table as the planner sees it: the lake snapshot
+// and the log tail above it, or the lake only.
+type unionTable struct {
+	s        *Service
+	lt       *lakeTable
+	lakeOnly bool
+}
+
+func (u *unionTable) Name() string {
+	if u.lakeOnly {
+		return u.lt.t.Name() + lakeSuffix
+	}
+	return u.lt.t.Name()
+}
+
+func (u *unionTable) Schema() *arrow.Schema { return u.lt.t.Schema() }
+
+// EstimatedRows is the lake snapshot's record count plus the log tail.
+func (u *unionTable) EstimatedRows() int64 {
+	st := u.lt.state.Load()
+	var n int64
+	if snap := st.tbl.CurrentSnapshot(); snap != nil && snap.Summary != nil {
+		n = snapshotRecords(snap)
+	}
+	if u.lakeOnly {
+		return n
+	}
+	ends := u.lt.t.Log().CommittedEnds()
+	for b, end := range ends {
+		n += max(0, end-st.offsets[b])
+	}
+	return n
+}
+
+func snapshotRecords(snap *table.Snapshot) int64 {
+	var n int64
+	fmt.Sscan(snap.Summary.Properties["total-records"], &n)
+	return n
+}
+
+// Plan captures the lake state with its tiered offsets O, then each
+// bucket's committed end H (H >= O: the tierer only tiers committed rows),
+// and plans the lake files and the log ranges [O[b], H[b]).
+func (u *unionTable) Plan(ctx context.Context, req scan.Request) (scan.Plan, error) {
+	st := u.lt.state.Load()
+	t := u.lt.t
+	schema := t.Schema()
+	cols := req.Columns
+	if cols == nil {
+		cols = make([]int, schema.NumFields())
+		for i := range cols {
+			cols[i] = i
+		}
+	}
+	fields := make([]arrow.Field, len(cols))
+	for i, c := range cols {
+		if c < 0 || c >= schema.NumFields() {
+			return nil, fmt.Errorf("scan %s: column %d out of range", u.Name(), c)
+		}
+		fields[i] = schema.Field(c)
+	}
+	p := &unionPlan{schema: arrow.NewSchema(fields, nil)}
+	lake, err := u.lakeParts(ctx, st, schema, cols, p.schema, req.Filters)
+	if err != nil {
+		return nil, err
+	}
+	p.parts = lake
+	if u.lakeOnly {
+		return p, nil
+	}
+	ends := t.Log().CommittedEnds()
+	var ranges []tables.Range
+	for b, end := range ends {
+		if end > st.offsets[b] {
+			ranges = append(ranges, tables.Range{Bucket: b, From: st.offsets[b], To: end})
+		}
+	}
+	if len(ranges) > 0 {
+		tail, err := t.PlanRanges(req, ranges)
+		if err != nil {
+			return nil, err
+		}
+		p.parts = append(p.parts, tail.Parts()...)
+	}
+	return p, nil
+}
+
+type unionPlan struct {
+	schema *arrow.Schema
+	parts  []scan.Part
+}
+
+func (p *unionPlan) Schema() *arrow.Schema { return p.schema }
+func (p *unionPlan) Parts() []scan.Part    { return p.parts }
+
+// lakeParts plans the snapshot's data files with the filters pushed into
+// Iceberg's partition and file-statistics pruning (and row-group pruning
+// and row filtering as the files are read): one part per file.
+func (u *unionTable) lakeParts(ctx context.Context, st *lakeState, schema *arrow.Schema, cols []int, out *arrow.Schema, filters []scan.Filter) ([]scan.Part, error) {
+	if st.tbl.CurrentSnapshot() == nil {
+		return nil, nil
+	}
+	// A scan of no columns (count(*)) still reads one to count rows.
+	names := make([]string, 0, len(cols))
+	for _, c := range cols {
+		names = append(names, schema.Field(c).Name)
+	}
+	if len(names) == 0 {
+		names = append(names, schema.Field(0).Name)
+	}
+	opts := []table.ScanOption{table.WithSelectedFields(names...), table.WithCaseSensitive(false)}
+	if expr := icebergFilter(schema, filters); expr != nil {
+		opts = append(opts, table.WithRowFilter(expr))
+	}
+	sc := st.tbl.Scan(opts...)
+	tasks, err := sc.PlanFiles(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("plan lake scan of %s: %w", u.lt.t.Name(), err)
+	}
+	parts := make([]scan.Part, len(tasks))
+	for i := range tasks {
+		parts[i] = &lakePart{scan: sc, task: tasks[i], out: out, mem: u.s.cfg.Mem}
+	}
+	return parts, nil
+}
+
+// icebergFilter turns the pushed filters into one Iceberg conjunction; a
+// filter of a type it cannot express is left out (the engine applies every
+// filter again, pushed ones only prune).
+func icebergFilter(schema *arrow.Schema, filters []scan.Filter) iceberg.BooleanExpression {
+	var exprs []iceberg.BooleanExpression
+	for _, f := range filters {
+		if f.Column < 0 || f.Column >= schema.NumFields() {
+			continue
+		}
+		field := schema.Field(f.Column)
+		if e := icebergPredicate(field, f); e != nil {
+			exprs = append(exprs, e)
+		}
+	}
+	switch len(exprs) {
+	case 0:
+		return nil
+	case 1:
+		return exprs[0]
+	}
+	return iceberg.NewAnd(exprs[0], exprs[1], exprs[2:]...)
+}
+
+func icebergPredicate(field arrow.Field, f scan.Filter) iceberg.BooleanExpression {
+	ref := iceberg.Reference(field.Name)
+	switch f.Op {
+	case "IS NULL":
+		return iceberg.IsNull(ref)
+	case "IS NOT NULL":
+		return iceberg.NotNull(ref)
+	}
+	switch v := f.Value.(type) {
+	case int8:
+		return compare(ref, f.Op, int32(v))
+	case int16:
+		return compare(ref, f.Op, int32(v))
+	case int32:
+		return compare(ref, f.Op, v)
+	case int64:
+		return compare(ref, f.Op, v)
+	case float32:
+		return compare(ref, f.Op, v)
+	case float64:
+		return compare(ref, f.Op, v)
+	case string:
+		return compare(ref, f.Op, v)
+	case bool:
+		return compare(ref, f.Op, v)
+	case arrow.Date32:
+		return compare(ref, f.Op, iceberg.Date(v))
+	case arrow.Time64:
+		if tt, ok := field.Type.(*arrow.Time64Type); ok && tt.Unit == arrow.Microsecond {
+			return compare(ref, f.Op, iceberg.Time(v))
+		}
+	case arrow.Timestamp:
+		if tt, ok := field.Type.(*arrow.TimestampType); ok && tt.Unit == arrow.Microsecond {
+			return compare(ref, f.Op, iceberg.Timestamp(v))
+		}
+	case decimal128.Num:
+		if dt, ok := field.Type.(*arrow.Decimal128Type); ok {
+			return compare(ref, f.Op, iceberg.Decimal{Val: v, Scale: int(dt.Scale)})
+		}
+	}
+	return nil
+}
+
+func compare[T iceberg.LiteralType](ref iceberg.UnboundTerm, op string, v T) iceberg.BooleanExpression {
+	switch op {
+	case "=":
+		return iceberg.EqualTo(ref, v)
+	case "<":
+		return iceberg.LessThan(ref, v)
+	case "<=":
+		return iceberg.LessThanEqual(ref, v)
+	case ">":
+		return iceberg.GreaterThan(ref, v)
+	case ">=":
+		return iceberg.GreaterThanEqual(ref, v)
+	}
+	return nil
+}
+
+// lakePart reads one data file.
+type lakePart struct {
+	scan *table.Scan
+	task table.FileScanTask
+	out  *arrow.Schema
+	mem  memory.Allocator
+}
+
+func (p *lakePart) Open(ctx context.Context) (scan.RecordStream, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	s := &lakeStream{ch: make(chan lakeItem, 2), cancel: cancel}
+	go func() {
+		defer close(s.ch)
+		send := func(it lakeItem) bool {
+			select {
+			case s.ch <- it:
+				return true
+			case <-ctx.Done():
+				if it.rec != nil {
+					it.rec.Release()
+				}
+				return false
+			}
+		}
+		_, recs, err := p.scan.ReadTasks(ctx, []table.FileScanTask{p.task})
+		if err != nil {
+			send(lakeItem{err: fmt.Errorf("read lake file %s: %w", p.task.File.FilePath(), err)})
+			return
+		}
+		for rec, err := range recs {
+			if err != nil {
+				if !errors.Is(err, context.Canceled) {
+					send(lakeItem{err: fmt.Errorf("read lake file %s: %w", p.task.File.FilePath(), err)})
+				}
+				return
+			}
+			out, err := p.conform(rec)
+			if err != nil {
+				send(lakeItem{err: err})
+				return
+			}
+			if !send(lakeItem{rec: out}) {
+				return
+			}
+		}
+	}()
+	return s, nil
+}
+
+// conform gives a record read from the lake the part's output schema. The
+// record iterated is the reader's: out is a new reference.
+func (p *lakePart) conform(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+	if p.out.NumFields() == 0 {
+		return array.NewRecordBatch(p.out, nil, rec.NumRows()), nil
+	}
+	return conformLakeRecord(rec, p.out, p.mem)
+}
+
+type lakeItem struct {
+	rec arrow.RecordBatch
+	err error
+}
+
+type lakeStream struct {
+	ch     chan lakeItem
+	cancel context.CancelFunc
+}
+
+func (s *lakeStream) Next() (arrow.RecordBatch, error) {
+	it, ok := <-s.ch
+	if !ok {
+		return nil, io.EOF
+	}
+	return it.rec, it.err
+}
+
+func (s *lakeStream) Close() error {
+	s.cancel()
+	for it := range s.ch {
+		if it.rec != nil {
+			it.rec.Release()
+		}
+	}
+	return nil
+}
