@@ -15,7 +15,7 @@ import (
 func (n *Node) httpHandler() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&logCollector{n: n})
+		&logCollector{n: n}, &lakeCollector{n: n})
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
@@ -47,6 +47,52 @@ func (c *logCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descStart, prometheus.GaugeValue, float64(row.Start), labels...)
 		ch <- prometheus.MustNewConstMetric(descBytes, prometheus.GaugeValue, float64(row.Bytes), labels...)
 		ch <- prometheus.MustNewConstMetric(descSegments, prometheus.GaugeValue, float64(row.Segments), labels...)
+	}
+}
+
+var (
+	descTiered     = prometheus.NewDesc("lakestream_lake_tiered_offset", "First offset of the bucket not yet in the lake (Iceberg).", []string{"table", "bucket"}, nil)
+	descLogEnd     = prometheus.NewDesc("lakestream_lake_log_end_offset", "Committed end of the bucket's log, as the tiering service sees it.", []string{"table", "bucket"}, nil)
+	descLagRows    = prometheus.NewDesc("lakestream_lake_lag_rows", "Rows of the bucket committed to the log and not yet to the lake.", []string{"table", "bucket"}, nil)
+	descLagSeconds = prometheus.NewDesc("lakestream_lake_lag_seconds", "Age of the bucket's oldest row not yet in the lake; 0 when none is.", []string{"table", "bucket"}, nil)
+	descRounds     = prometheus.NewDesc("lakestream_lake_rounds_total", "Successful tiering rounds of the table since start.", []string{"table"}, nil)
+	descRowsTiered = prometheus.NewDesc("lakestream_lake_rows_tiered_total", "Rows the table's rounds committed to the lake since start.", []string{"table"}, nil)
+	descCommitSecs = prometheus.NewDesc("lakestream_lake_last_commit_seconds", "Duration of the table's last Iceberg commit.", []string{"table"}, nil)
+	descRoundFails = prometheus.NewDesc("lakestream_lake_round_failing", "1 while the table's last tiering round failed (see the log or lakestream.tiering).", []string{"table"}, nil)
+)
+
+// lakeCollector reports every tiered bucket's lag at scrape time.
+type lakeCollector struct{ n *Node }
+
+func (c *lakeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descTiered, descLogEnd, descLagRows, descLagSeconds, descRounds, descRowsTiered, descCommitSecs, descRoundFails} {
+		ch <- d
+	}
+}
+
+func (c *lakeCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.n.lake == nil {
+		return
+	}
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	for _, st := range c.n.lake.Status() {
+		b := fmt.Sprint(st.Bucket)
+		gauge(descTiered, float64(st.TieredOffset), st.Table, b)
+		gauge(descLogEnd, float64(st.LogEnd), st.Table, b)
+		gauge(descLagRows, float64(st.LagRows), st.Table, b)
+		gauge(descLagSeconds, st.Lag.Seconds(), st.Table, b)
+		if st.Bucket == 0 {
+			ch <- prometheus.MustNewConstMetric(descRounds, prometheus.CounterValue, float64(st.Rounds), st.Table)
+			ch <- prometheus.MustNewConstMetric(descRowsTiered, prometheus.CounterValue, float64(st.RowsTiered), st.Table)
+			gauge(descCommitSecs, st.LastCommit.Seconds(), st.Table)
+			failing := 0.0
+			if st.LastError != "" {
+				failing = 1
+			}
+			gauge(descRoundFails, failing, st.Table)
+		}
 	}
 }
 

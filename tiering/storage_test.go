@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -223,7 +224,7 @@ func TestStorageS3Moto(t *testing.T) {
 
 	port := freePort(t)
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	srv := startServer(t, exec.Command(moto, "-H", "127.0.0.1", "-p", strconv.Itoa(port)), nil)
+	srv := startServer(t, exec.Command(moto, "-H", "127.0.0.1", "-p", strconv.Itoa(port)), nil, syscall.SIGTERM)
 	endpoint := "http://" + addr
 	waitFor(t, 30*time.Second, "moto on "+addr, func() error {
 		if err := srv.check(); err != nil {
@@ -248,6 +249,10 @@ func TestStorageS3Moto(t *testing.T) {
 		t.Fatalf("create bucket: %s", rsp.Status)
 	}
 
+	// The endpoint is an IP address, so the SDK would fall back to path
+	// style even without PathStyle: TestStorageS3Properties pins that
+	// flag. A hostname would make virtual-hosted style resolve
+	// lake.<host> through DNS, which a test must not do.
 	cfg := StorageConfig{
 		Catalog:   "sqlite://" + filepath.Join(t.TempDir(), "iceberg.db"),
 		Warehouse: "s3://lake/wh",
@@ -346,7 +351,9 @@ func startPostgres(t *testing.T, bin string) string {
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
 		"-c", "shared_buffers=16MB", "-c", "max_connections=20")
 	srv.Env = env
-	pg := startServer(t, srv, cred)
+	// SIGINT is PostgreSQL's fast shutdown: it does not wait for the
+	// clients of a test that failed before closing its catalog.
+	pg := startServer(t, srv, cred, syscall.SIGINT)
 
 	// With a password in the URI: trust auth ignores it, and the tests
 	// can check that it is never echoed.
@@ -656,7 +663,7 @@ func freePort(t *testing.T) int {
 // server is a child process that a test started.
 type server struct {
 	name   string
-	out    bytes.Buffer // stdout and stderr; read only after exited
+	out    syncBuffer // stdout and stderr
 	exited chan struct{}
 	err    error // Wait's result, set before exited closes
 }
@@ -675,10 +682,29 @@ func (s *server) check() error {
 	}
 }
 
+// syncBuffer is a bytes.Buffer that a test may read while a process
+// writes it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 // startServer starts cmd in its own process group (as cred, if not nil)
-// and stops the group in Cleanup: SIGTERM, then SIGKILL if it is still
+// and stops the group in Cleanup with stop, then SIGKILL if it is still
 // there after 10s. Its output goes to the test log if the test failed.
-func startServer(t *testing.T, cmd *exec.Cmd, cred *syscall.Credential) *server {
+func startServer(t *testing.T, cmd *exec.Cmd, cred *syscall.Credential, stop syscall.Signal) *server {
 	t.Helper()
 	s := &server{name: filepath.Base(cmd.Path), exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = &s.out, &s.out
@@ -691,7 +717,7 @@ func startServer(t *testing.T, cmd *exec.Cmd, cred *syscall.Credential) *server 
 		close(s.exited)
 	}()
 	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		_ = syscall.Kill(-cmd.Process.Pid, stop)
 		select {
 		case <-s.exited:
 		case <-time.After(10 * time.Second):
