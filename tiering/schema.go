@@ -7,8 +7,8 @@ package tiering
 //
 // The types follow the mapping table in catalog/types_arrow.go. Iceberg has
 // no 8- or 16-bit integers, so TINYINT and SMALLINT are stored as int and
-// come back as Int32; everything else round-trips to the same Arrow type,
-// up to the names and metadata of nested fields.
+// come back as Int32. Everything else comes back as the same Arrow type;
+// conformLakeRecord does not rely on the names of nested fields matching.
 
 import (
 	"context"
@@ -32,9 +32,13 @@ import (
 const unassignedID = -1
 
 // icebergSchema returns the Iceberg schema of def's current columns, with
-// fresh field ids: 1..n for the columns, then ids for the fields nested in
-// lists, maps and structs. NOT NULL columns are required; nested fields are
-// optional, except map keys, which Iceberg always requires.
+// fresh field ids for the columns and for every field nested in lists, maps
+// and structs. iceberg-go numbers them depth first (a nested column's fields
+// take the ids right after its own; Java numbers all columns first), and
+// UpdateSchema.AddColumn does the same from the last id, so a lake table
+// evolved by evolveSchema has the ids a new one would. NOT NULL columns are
+// required; nested fields are optional, except map keys, which Iceberg
+// always requires.
 //
 // It converts catalog types directly rather than through
 // table.ArrowSchemaToIcebergWithFreshIDs on def.ArrowSchema(): that gives the
