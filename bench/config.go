@@ -10,7 +10,7 @@ import (
 )
 
 // Workloads are the known workloads, in the order Run runs them.
-var Workloads = []string{"ingest", "scan", "query", "subscribe"}
+var Workloads = []string{"ingest", "scan", "query", "subscribe", "tiering", "union"}
 
 // Config configures a benchmark run. The zero value of each field means its
 // default; with Short set, the defaults are the smoke-test sizes (seconds
@@ -56,6 +56,15 @@ type Config struct {
 	DataDir string
 	// OutDir receives results.json and results.html. Default "": no files.
 	OutDir string
+	// LakeRounds is the rounds of the tiering workload's flatness series
+	// (commit and plan time of the first ten rounds against the last ten),
+	// at least 20. Default 1,000 (short: 60).
+	LakeRounds int
+	// CPUProfile, when set, makes the union workload write a CPU profile
+	// of its Lakestream side per query, run for a few seconds after the
+	// measurement, to this path with "-q<n>" before the extension.
+	// Default "": none.
+	CPUProfile string
 	// Short selects the smoke-test defaults above.
 	Short bool
 	// Progress receives a live progress line: updated in place with
@@ -114,6 +123,9 @@ func (c *Config) EnsureDefaults() {
 	if c.Progress == nil {
 		c.Progress = io.Discard
 	}
+	if c.LakeRounds == 0 {
+		c.LakeRounds = pick(1000, 60)
+	}
 }
 
 // Validate reports every problem at once.
@@ -163,6 +175,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Codec != "zstd" && c.Codec != "lz4" && c.Codec != "none" {
 		bad("codec %q: want zstd, lz4 or none", c.Codec)
+	}
+	if c.LakeRounds < 2*lakeWindow {
+		bad("lake rounds %d: want at least %d", c.LakeRounds, 2*lakeWindow)
 	}
 	return errors.Join(errs...)
 }

@@ -37,6 +37,9 @@ var runners = map[string]func(context.Context, *env) (*WorkloadReport, error){
 	"scan":      runScan,
 	"query":     runQuery,
 	"subscribe": runSubscribe,
+	// lake.go: on a lake node of their own, not on this env's node
+	"tiering": runTiering,
+	"union":   runUnion,
 }
 
 // Run starts a node and the baselines in this process, runs the selected

@@ -113,11 +113,20 @@ func (r *resolver) primaryKey() {
 
 func (r *resolver) partition() {
 	seen := make(map[PartitionField]bool)
+	timeOf := make(map[string]PartitionField) // a column's time transform
 	for _, f := range r.t.Partition {
 		if seen[f] {
 			r.addf("partition field %s is listed more than once", f)
 		}
 		seen[f] = true
+		if f.Transform != TransformIdentity {
+			key := strings.ToLower(f.Column)
+			if prev, ok := timeOf[key]; ok && prev != f {
+				// As in Iceberg: the coarser one is implied by the finer.
+				r.addf("partition fields %s and %s: a column takes one time transform", prev, f)
+			}
+			timeOf[key] = f
+		}
 		i := columnIndex(r.t.Columns, f.Column)
 		if i < 0 {
 			r.addf("partition column %q does not exist", f.Column)

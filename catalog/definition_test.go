@@ -160,3 +160,14 @@ func TestColumnNamesDifferingOnlyInCase(t *testing.T) {
 		t.Fatalf("columns a and A accepted: %v", err)
 	}
 }
+
+func TestResolveRefusesTwoTimeTransformsOfOneColumn(t *testing.T) {
+	st, err := Parse("CREATE TABLE t (ts TIMESTAMP, k INTEGER) PARTITIONED BY (day(ts), hour(ts), k)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.(*CreateTable).Resolve(Config{DefaultBucketNum: 1})
+	if err == nil || !strings.Contains(err.Error(), "one time transform") {
+		t.Fatalf("resolve: %v, want the one-time-transform error", err)
+	}
+}

@@ -313,7 +313,9 @@ func (p *lakePart) Open(ctx context.Context) (scan.RecordStream, error) {
 				}
 				return
 			}
+			// ReadTasks hands each record over: released once conformed.
 			out, err := p.conform(rec)
+			rec.Release()
 			if err != nil {
 				send(lakeItem{err: err})
 				return

@@ -39,6 +39,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lakestream/lakestream/catalog"
+	"github.com/lakestream/lakestream/internal/scan"
 	"github.com/lakestream/lakestream/planner/duck"
 	"github.com/lakestream/lakestream/tables"
 )
@@ -55,6 +56,10 @@ type fixture struct {
 	eng   *duck.Engine
 	ref   *refDB
 	specs []*tableSpec
+
+	// closeLake, set by a lakeHook (tiering_test.go), stops what the hook
+	// started; close calls it once the engine is closed.
+	closeLake func() error
 }
 
 var (
@@ -86,7 +91,19 @@ func TestMain(m *testing.M) {
 // openFixture wires catalog, tables and engine as node.open does, on a
 // fresh directory, and loads the data set into it and into the reference:
 // all of it, or the tables named in only.
-func openFixture(ctx context.Context, only map[string]bool) (_ *fixture, err error) {
+func openFixture(ctx context.Context, only map[string]bool) (*fixture, error) {
+	return openFixtureWith(ctx, only, nil)
+}
+
+// lakeHook puts a lake under a fixture being opened (tiering_test.go). It
+// runs once the store is open, before any table is created, and returns the
+// resolver the engine queries through instead of the store, and the
+// function that stops what it started.
+type lakeHook func(ctx context.Context, f *fixture) (scan.Resolver, func() error, error)
+
+// openFixtureWith is openFixture, with the engine over the resolver of lake
+// when lake is not nil.
+func openFixtureWith(ctx context.Context, only map[string]bool, lake lakeHook) (_ *fixture, err error) {
 	f := &fixture{mem: memory.NewCheckedAllocator(memory.NewGoAllocator())}
 	for _, t := range dataset() {
 		if only == nil || only[t.name] {
@@ -109,6 +126,12 @@ func openFixture(ctx context.Context, only map[string]bool) (_ *fixture, err err
 	}
 	if f.ref, err = openRef(); err != nil {
 		return nil, err
+	}
+	var res scan.Resolver = f.store
+	if lake != nil {
+		if res, f.closeLake, err = lake(ctx, f); err != nil {
+			return nil, err
+		}
 	}
 	if err := f.createDatabases(ctx); err != nil {
 		return nil, err
@@ -133,7 +156,7 @@ func openFixture(ctx context.Context, only map[string]bool) (_ *fixture, err err
 			}
 		}
 	}
-	if f.eng, err = duck.New(f.store, duck.Options{}); err != nil {
+	if f.eng, err = duck.New(res, duck.Options{}); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -155,6 +178,9 @@ func (f *fixture) close() error {
 	var errs []error
 	if f.eng != nil {
 		errs = append(errs, f.eng.Close())
+	}
+	if f.closeLake != nil {
+		errs = append(errs, f.closeLake())
 	}
 	if f.ref != nil {
 		f.ref.close()

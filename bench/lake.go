@@ -1,0 +1,825 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/iceberg-go"
+	icecatalog "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+	"google.golang.org/grpc"
+
+	"github.com/lakestream/lakestream/catalog"
+	"github.com/lakestream/lakestream/columnarlog"
+	"github.com/lakestream/lakestream/flightsrv"
+	"github.com/lakestream/lakestream/internal/scan"
+	"github.com/lakestream/lakestream/planner/duck"
+	"github.com/lakestream/lakestream/tables"
+	"github.com/lakestream/lakestream/tiering"
+)
+
+// The lake workloads: tiering into Apache Iceberg, and queries over the
+// union of the lake and the log tail.
+//
+// tiering (a), throughput: Config.Rows rows ingested into a fresh table
+// (untimed), then tiering rounds until the backlog is in the lake, timed,
+// with the process's CPU time (getrusage: every thread, DuckDB's and the
+// idle env node's included) around them. The ceiling writes the same rows,
+// from memory, to one zstd Parquet file per bucket with arrow-go's pqarrow
+// and iceberg-go's default writer settings, the files in parallel: the
+// Parquet encoding a round cannot avoid, without the log read, the
+// partitioning, the manifests or the commit.
+//
+// tiering (b), flatness: Config.LakeRounds rounds, each after a 1,000-row
+// ingest; commit latency (RoundResult.Commit), the whole round, and the
+// planning of a union read (Resolver(store).Table(...).Plan, nothing read)
+// over the first and the last lakeWindow rounds, late ÷ early (1 = flat).
+// Once with maintenance as the node runs it (defaults, but snapshots expire
+// by count: the rounds run back to back, milliseconds apart, so no
+// snapshot would ever reach the default age of 10 minutes and age-based
+// expiry would keep all of them), once without (no maintenance pass, and
+// commit.manifest-merge.enabled turned off on the Iceberg table).
+//
+// union: Config.QueryRows rows, 90% tiered and 10% left in the log tail;
+// GROUP BY queries over Flight SQL (the node's embedded DuckDB over the
+// union, the query workload's path) against DuckDB in this process reading
+// the snapshot's Parquet data files with read_parquet UNION ALL the same
+// tail rows in a native table. Same answers on both sides, and every row
+// counted once.
+//
+// Both run on a lakeNode of their own rather than on the env's node, whose
+// Serve loop tiers every table on its own schedule (datalake.freshness):
+// the workloads must choose when rounds run, and read RoundResult.
+
+// lakeWindow is the rounds averaged at each end of the flatness series.
+const lakeWindow = 10
+
+// flatIngestRows is the rows ingested before each round of the flatness
+// series.
+const flatIngestRows = 1000
+
+// lakeMaintenance is the maintenance policy of the workloads' service: the
+// defaults of tiering.Maintenance except SnapshotAge (see above).
+// EveryRounds and OrphanEveryRounds are spelled out because the workload,
+// not the service's loop, runs the passes (flatRound); they are the
+// defaults of maintain.go.
+var lakeMaintenance = tiering.Maintenance{EveryRounds: 10, OrphanEveryRounds: 500, SnapshotAge: -1}
+
+// lakeNode is a node's storage, lake and query path wired as node.Start
+// wires them (tables.Store, tiering.Service on a SQLite Iceberg catalog
+// with a file:// warehouse, the embedded DuckDB engine over the service's
+// resolver, the Flight SQL server on 127.0.0.1:0), without the Serve loop:
+// rounds and maintenance run only when the workload asks.
+type lakeNode struct {
+	dir, temp string // temp: removed by close
+	cat       *catalog.Catalog
+	store     *tables.Store
+	ice       icecatalog.Catalog
+	svc       *tiering.Service
+	eng       *duck.Engine
+	srv       *flightsrv.Server
+	grpc      *grpc.Server
+	served    chan error
+	addr      string
+	cl        *flightsql.Client
+	created   int // tables, for their names
+}
+
+// startLakeNode opens a lake node in <DataDir>/<name>, or in a new temp dir.
+func startLakeNode(ctx context.Context, cfg Config, name string) (_ *lakeNode, err error) {
+	n := &lakeNode{}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, n.close())
+		}
+	}()
+	if cfg.DataDir != "" {
+		n.dir = filepath.Join(cfg.DataDir, name)
+	} else if n.dir, err = os.MkdirTemp("", "lakestream-bench-"+name+"-"); err != nil {
+		return nil, err
+	} else {
+		n.temp = n.dir
+	}
+	if err := os.MkdirAll(n.dir, 0o755); err != nil {
+		return nil, err
+	}
+	quiet := slog.New(slog.DiscardHandler)
+	if n.cat, err = catalog.Open(ctx, filepath.Join(n.dir, "catalog.db"), catalog.Config{DefaultBucketNum: 1}); err != nil {
+		return nil, err
+	}
+	policy, _ := columnarlog.ParseSyncPolicy(cfg.Sync) // validated
+	if n.store, err = tables.Open(ctx, n.cat, tables.Config{Dir: filepath.Join(n.dir, "tables"),
+		Log: columnarlog.Options{Sync: policy, Logger: quiet}, Logger: quiet}); err != nil {
+		return nil, err
+	}
+	if n.ice, err = tiering.OpenCatalog(ctx, tiering.StorageConfig{Catalog: "sqlite://" + filepath.Join(n.dir, "iceberg.db"),
+		Warehouse: "file://" + filepath.Join(n.dir, "warehouse")}); err != nil {
+		return nil, fmt.Errorf("lake catalog: %w", err)
+	}
+	if n.svc, err = tiering.New(ctx, n.ice, n.store, tiering.Config{Maintenance: lakeMaintenance, Logger: quiet}); err != nil {
+		return nil, err
+	}
+	if n.eng, err = duck.New(n.svc.Resolver(n.store), duck.Options{Logger: quiet}); err != nil {
+		return nil, err
+	}
+	if n.srv, err = flightsrv.New(n.store, n.eng, flightsrv.Options{Version: "bench", Logger: quiet}); err != nil {
+		return nil, err
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	n.addr, n.grpc, n.served = lis.Addr().String(), n.srv.GRPCServer(), make(chan error, 1)
+	go func() { n.served <- n.grpc.Serve(lis) }()
+	if n.cl, err = dial(n.addr); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// close stops what start started, in reverse order.
+func (n *lakeNode) close() error {
+	var errs []error
+	if n.cl != nil {
+		errs = append(errs, n.cl.Close())
+	}
+	if n.grpc != nil {
+		n.srv.Shutdown()
+		n.grpc.Stop()
+		if err := <-n.served; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			errs = append(errs, err)
+		}
+	}
+	if n.eng != nil {
+		errs = append(errs, n.eng.Close())
+	}
+	if n.store != nil {
+		n.store.SetDDLHook(nil)
+		errs = append(errs, n.store.Close())
+	}
+	if c, ok := n.ice.(interface{ Close() error }); ok {
+		errs = append(errs, c.Close())
+	}
+	if n.cat != nil {
+		errs = append(errs, n.cat.Close())
+	}
+	if n.temp != "" {
+		errs = append(errs, os.RemoveAll(n.temp))
+	}
+	return errors.Join(errs...)
+}
+
+// createTable creates an events table as env.createTable does (4 buckets
+// by id, the configured codec); it tiers (datalake.enabled is the default).
+func (n *lakeNode) createTable(ctx context.Context, prefix, codec string) (*tables.Table, error) {
+	n.created++
+	name := fmt.Sprintf("%s_%d", prefix, n.created)
+	ddl := fmt.Sprintf("CREATE TABLE %s %s WITH ('bucket.num'='%d', 'bucket.key'='id', 'log.compression'='%s')",
+		name, eventsDDL, tableBuckets, codec)
+	if _, err := n.cl.ExecuteUpdate(ctx, ddl); err != nil {
+		return nil, fmt.Errorf("%s: %w", ddl, err)
+	}
+	return n.store.Get(ctx, "", name)
+}
+
+func (n *lakeNode) dropTable(ctx context.Context, t *tables.Table) error {
+	if _, err := n.cl.ExecuteUpdate(ctx, "DROP TABLE "+t.Def().Name); err != nil {
+		return fmt.Errorf("drop %s: %w", t.Def().Name, err)
+	}
+	return nil
+}
+
+// tierAll runs rounds until everything committed to t's log is in the
+// lake, and checks that want rows went.
+func (n *lakeNode) tierAll(ctx context.Context, t *tables.Table, want int64) (rounds int, err error) {
+	var rows int64
+	for {
+		res, err := n.svc.Round(ctx, t.Def().ID)
+		if err != nil {
+			return rounds, fmt.Errorf("tiering round %d of %s: %w", rounds+1, t.Name(), err)
+		}
+		rounds++
+		rows += res.Rows
+		if !res.Truncated {
+			break
+		}
+	}
+	if rows != want {
+		return rounds, fmt.Errorf("tiering %s: %d rows went to the lake, want %d", t.Name(), rows, want)
+	}
+	return rounds, nil
+}
+
+// lakeTable loads t's Iceberg table from the catalog.
+func (n *lakeNode) lakeTable(ctx context.Context, t *tables.Table) (*table.Table, error) {
+	def := t.Def()
+	return n.ice.LoadTable(ctx, table.Identifier{def.DB, def.Name})
+}
+
+// cpuTime is the CPU time, user and system, of every thread of this
+// process so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func runTiering(ctx context.Context, e *env) (*WorkloadReport, error) {
+	cfg := e.cfg
+	w := &WorkloadReport{Name: "tiering", About: fmt.Sprintf(
+		"tiering rounds into Iceberg (iceberg-go, SQLite catalog, file:// warehouse, zstd Parquet): throughput of a %s-row backlog "+
+			"vs pqarrow writing the same rows to zstd Parquet; commit and plan time over %d rounds of %s rows, late ÷ early",
+		human(float64(cfg.Rows)), cfg.LakeRounds, human(flatIngestRows))}
+	n, err := startLakeNode(ctx, cfg, "lake-tiering")
+	if err != nil {
+		return nil, err
+	}
+	err = errors.Join(tieringThroughput(ctx, e, n, w), tieringFlatness(ctx, e, n, w, true), tieringFlatness(ctx, e, n, w, false))
+	if err = errors.Join(err, n.close()); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// tieringThroughput measures (a): Runs pairs of (Lakestream, pqarrow),
+// alternating which goes first.
+func tieringThroughput(ctx context.Context, e *env, n *lakeNode, w *WorkloadReport) error {
+	cfg := e.cfg
+	recs := batches(cfg.Rows, 64<<10)
+	defer release(recs)
+	cls, closeCls, err := dialN(n.addr, cfg.Writers)
+	if err != nil {
+		return err
+	}
+	defer closeCls()
+	var lakeS, lakeCPU, ceilS, ceilCPU []float64
+	var rounds int
+	var lakeBytes, ceilBytes int64
+	for run := 1; run <= cfg.Runs; run++ {
+		lake := func() error {
+			t, err := n.createTable(ctx, "tiering", cfg.Codec)
+			if err != nil {
+				return err
+			}
+			e.prog.step(int64(cfg.Rows), "rows", "tiering run %d/%d: ingest (untimed)", run, cfg.Runs)
+			if _, err := ingestAll(ctx, cls, t.Def().Name, recs, e.prog); err != nil {
+				return err
+			}
+			e.prog.step(0, "", "tiering run %d/%d: rounds", run, cfg.Runs)
+			cpu0, start := cpuTime(), time.Now()
+			if rounds, err = n.tierAll(ctx, t, int64(cfg.Rows)); err != nil {
+				return err
+			}
+			lakeS, lakeCPU = append(lakeS, time.Since(start).Seconds()), append(lakeCPU, (cpuTime()-cpu0).Seconds())
+			if lakeBytes, err = lakeDataBytes(ctx, n, t); err != nil {
+				return err
+			}
+			return n.dropTable(ctx, t)
+		}
+		ceil := func() error {
+			e.prog.step(0, "", "tiering run %d/%d: pqarrow", run, cfg.Runs)
+			dir, err := os.MkdirTemp(n.dir, "pqarrow-")
+			if err != nil {
+				return err
+			}
+			cpu0, start := cpuTime(), time.Now()
+			ceilBytes, err = writeParquetFiles(dir, recs, tableBuckets)
+			ceilS, ceilCPU = append(ceilS, time.Since(start).Seconds()), append(ceilCPU, (cpuTime()-cpu0).Seconds())
+			return errors.Join(err, os.RemoveAll(dir))
+		}
+		first, second := lake, ceil
+		if run%2 == 0 {
+			first, second = ceil, lake
+		}
+		if err := first(); err != nil {
+			return err
+		}
+		if err := second(); err != nil {
+			return err
+		}
+	}
+	rows, procs := float64(cfg.Rows), float64(runtime.GOMAXPROCS(0))
+	per := func(amount float64, secs []float64) []float64 {
+		out := make([]float64, len(secs))
+		for i, s := range secs {
+			out[i] = amount / s
+		}
+		return out
+	}
+	group := fmt.Sprintf("%s-row backlog, %d buckets", human(rows), tableBuckets)
+	for _, side := range []struct {
+		name      string
+		wall, cpu []float64
+	}{{"lakestream", lakeS, lakeCPU}, {"pqarrow", ceilS, ceilCPU}} {
+		w.figure(group, side.name, "throughput", "rows/s", per(rows, side.wall))
+		w.figure(group, side.name, "throughput", "MB/s", per(float64(totalBytes(recs))/1e6, side.wall))
+		w.figure(group, side.name, "per core", "rows/s", per(rows/procs, side.wall))
+		w.figure(group, side.name, "per CPU-second", "rows", per(rows, side.cpu))
+	}
+	w.ratio(group, "lakestream", "pqarrow", "throughput", "higher is better; 1 = as fast as writing the Parquet files alone",
+		per(rows, lakeS), per(rows, ceilS), 0, 0)
+	w.ratio(group, "lakestream", "pqarrow", "per CPU-second", "higher is better; rows per CPU-second, all threads of the process",
+		per(rows, lakeCPU), per(rows, ceilCPU), 0, 0)
+	w.Notes = append(w.Notes, fmt.Sprintf("the %s-row backlog took %d round(s); data files: lake %s MB, pqarrow %s MB (%d files); GOMAXPROCS %d",
+		human(rows), rounds, human(float64(lakeBytes)/1e6), human(float64(ceilBytes)/1e6), tableBuckets, int(procs)))
+	e.prog.logf("tiering %s: lakestream %s rows/s, pqarrow %s rows/s", group,
+		human(summarize(per(rows, lakeS)).Median), human(summarize(per(rows, ceilS)).Median))
+	return nil
+}
+
+// lakeDataBytes is the size of the data files of t's current snapshot.
+func lakeDataBytes(ctx context.Context, n *lakeNode, t *tables.Table) (int64, error) {
+	tbl, err := n.lakeTable(ctx, t)
+	if err != nil {
+		return 0, err
+	}
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var size int64
+	for _, task := range tasks {
+		size += task.File.FileSizeBytes()
+	}
+	return size, nil
+}
+
+// writeParquetFiles writes recs to files zstd Parquet files in dir, recs
+// dealt round-robin, the files in parallel, with iceberg-go's default
+// writer settings (table/internal/parquet_files.go), and returns their
+// total size.
+func writeParquetFiles(dir string, recs []arrow.RecordBatch, files int) (int64, error) {
+	props := parquet.NewWriterProperties(
+		parquet.WithCompression(compress.Codecs.Zstd),
+		parquet.WithMaxRowGroupLength(table.ParquetRowGroupLimitDefault),
+		parquet.WithDataPageSize(table.ParquetPageSizeBytesDefault),
+		parquet.WithDataPageVersion(parquet.DataPageV2),
+		parquet.WithBatchSize(table.ParquetPageRowLimitDefault),
+		parquet.WithDictionaryPageSizeLimit(table.ParquetDictSizeBytesDefault),
+	)
+	sizes := make([]int64, files)
+	errs := make([]error, files)
+	var wg sync.WaitGroup
+	for i := range files {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sizes[i], errs[i] = writeParquetFile(filepath.Join(dir, fmt.Sprintf("%d.parquet", i)), recs, i, files, props)
+		}()
+	}
+	wg.Wait()
+	var total int64
+	for _, s := range sizes {
+		total += s
+	}
+	return total, errors.Join(errs...)
+}
+
+func writeParquetFile(path string, recs []arrow.RecordBatch, first, step int, props *parquet.WriterProperties) (int64, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return 0, err
+	}
+	fw, err := pqarrow.NewFileWriter(eventsSchema, f, props, pqarrow.DefaultWriterProps())
+	if err != nil {
+		f.Close()
+		return 0, err
+	}
+	for i := first; i < len(recs); i += step {
+		if err := fw.WriteBuffered(recs[i]); err != nil {
+			fw.Close()
+			return 0, fmt.Errorf("write %s: %w", path, err)
+		}
+	}
+	if err := fw.Close(); err != nil { // closes f
+		return 0, fmt.Errorf("write %s: %w", path, err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}
+
+// flatSample is one round of the flatness series.
+type flatSample struct{ commit, round, plan float64 } // ms
+
+// tieringFlatness measures (b) once, with or without maintenance.
+func tieringFlatness(ctx context.Context, e *env, n *lakeNode, w *WorkloadReport, maintained bool) error {
+	cfg := e.cfg
+	t, err := n.createTable(ctx, "flat", cfg.Codec)
+	if err != nil {
+		return err
+	}
+	label := "with maintenance"
+	if !maintained {
+		label = "without maintenance"
+		if err := setLakeProperty(ctx, n, t, table.ManifestMergeEnabledKey, "false"); err != nil {
+			return err
+		}
+	}
+	e.prog.step(int64(cfg.LakeRounds), "rounds", "tiering: %d rounds of %s rows, %s", cfg.LakeRounds, human(flatIngestRows), label)
+	samples := make([]flatSample, 0, cfg.LakeRounds)
+	for r := 1; r <= cfg.LakeRounds; r++ {
+		s, err := flatRound(ctx, n, t, r, maintained)
+		if err != nil {
+			return fmt.Errorf("round %d, %s: %w", r, label, err)
+		}
+		samples = append(samples, s)
+		e.prog.add(1)
+	}
+	early, late := samples[:lakeWindow], samples[len(samples)-lakeWindow:]
+	earlyName := fmt.Sprintf("rounds 1–%d", lakeWindow)
+	lateName := fmt.Sprintf("rounds %d–%d", cfg.LakeRounds-lakeWindow+1, cfg.LakeRounds)
+	group := fmt.Sprintf("%s-row rounds, %s", human(flatIngestRows), label)
+	for _, m := range []struct {
+		metric string
+		of     func(flatSample) float64
+	}{
+		{"commit", func(s flatSample) float64 { return s.commit }},
+		{"plan", func(s flatSample) float64 { return s.plan }},
+		{"round", func(s flatSample) float64 { return s.round }},
+	} {
+		ev, lv := pluck(early, m.of), pluck(late, m.of)
+		w.figure(group, earlyName, m.metric, "ms", ev)
+		w.figure(group, lateName, m.metric, "ms", lv)
+		w.ratio(group, lateName, earlyName, m.metric, "mean ÷ mean; 1 = flat, as fast after the rounds as at the start",
+			[]float64{mean(lv)}, []float64{mean(ev)}, 0, 0)
+	}
+	shape, err := lakeShape(ctx, n, t)
+	if err != nil {
+		return err
+	}
+	w.Notes = append(w.Notes, fmt.Sprintf("%s, after %d rounds: %s", label, cfg.LakeRounds, shape))
+	e.prog.logf("tiering %s: commit %s → %s ms, plan %s → %s ms", group,
+		human(mean(pluck(early, func(s flatSample) float64 { return s.commit }))), human(mean(pluck(late, func(s flatSample) float64 { return s.commit }))),
+		human(mean(pluck(early, func(s flatSample) float64 { return s.plan }))), human(mean(pluck(late, func(s flatSample) float64 { return s.plan }))))
+	return n.dropTable(ctx, t)
+}
+
+// flatRound is round r of the flatness series: an ingest (untimed), the
+// round, a union plan, and then, with maintenance, the pass the node's
+// loop would run after this round (tiering.Service.runTable).
+func flatRound(ctx context.Context, n *lakeNode, t *tables.Table, r int, maintained bool) (flatSample, error) {
+	var s flatSample
+	rec := events(int64(r-1)*flatIngestRows, flatIngestRows)
+	defer rec.Release()
+	if err := ingestOne(ctx, n.cl, t.Def().Name, rec); err != nil {
+		return s, err
+	}
+	start := time.Now()
+	res, err := n.svc.Round(ctx, t.Def().ID)
+	if err != nil {
+		return s, err
+	}
+	s.round, s.commit = ms(time.Since(start)), ms(res.Commit)
+	if res.Rows != flatIngestRows {
+		return s, fmt.Errorf("round tiered %d rows, want %d", res.Rows, flatIngestRows)
+	}
+	start = time.Now()
+	st, err := n.svc.Resolver(n.store).Table(ctx, "", t.Def().Name)
+	if err != nil {
+		return s, err
+	}
+	p, err := st.Plan(ctx, scan.Request{})
+	if err != nil {
+		return s, err
+	}
+	s.plan = ms(time.Since(start))
+	if len(p.Parts()) == 0 {
+		return s, errors.New("the union plan has no parts")
+	}
+	if maintained && r%lakeMaintenance.EveryRounds == 0 {
+		if _, err := n.svc.Maintain(ctx, t.Def().ID, r%lakeMaintenance.OrphanEveryRounds == 0); err != nil {
+			return s, fmt.Errorf("maintenance: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// setLakeProperty sets a property of t's Iceberg table in a commit of its
+// own. The service's next round commits on top of it: the SQL catalog
+// applies a commit's updates to the table's current metadata.
+func setLakeProperty(ctx context.Context, n *lakeNode, t *tables.Table, key, value string) error {
+	tbl, err := n.lakeTable(ctx, t)
+	if err != nil {
+		return err
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.SetProperties(iceberg.Properties{key: value}); err != nil {
+		return err
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("set %s on the lake table of %s: %w", key, t.Name(), err)
+	}
+	return nil
+}
+
+// lakeShape describes t's Iceberg table: snapshots, manifests, data files
+// and the metadata file's size.
+func lakeShape(ctx context.Context, n *lakeNode, t *tables.Table) (string, error) {
+	tbl, err := n.lakeTable(ctx, t)
+	if err != nil {
+		return "", err
+	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return "", err
+	}
+	manifests, err := tbl.CurrentSnapshot().Manifests(fs)
+	if err != nil {
+		return "", err
+	}
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		return "", err
+	}
+	meta := "?"
+	if st, err := os.Stat(strings.TrimPrefix(tbl.MetadataLocation(), "file://")); err == nil {
+		meta = human(float64(st.Size())/1e3) + " kB"
+	}
+	return fmt.Sprintf("%d snapshots, %d manifests, %d data files, metadata file %s",
+		len(tbl.Metadata().Snapshots()), len(manifests), len(tasks), meta), nil
+}
+
+func pluck(s []flatSample, f func(flatSample) float64) []float64 {
+	out := make([]float64, len(s))
+	for i, x := range s {
+		out[i] = f(x)
+	}
+	return out
+}
+
+func mean(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	var sum float64
+	for _, x := range v {
+		sum += x
+	}
+	return sum / float64(len(v))
+}
+
+// unionQueries are the query workload's queries that the union workload
+// runs: q1 (bound by reading) and q3 (a large hash aggregate). q2 is bound
+// by date_trunc on both sides and says little about reading the lake.
+var unionQueries = []int{0, 2}
+
+func runUnion(ctx context.Context, e *env) (*WorkloadReport, error) {
+	cfg := e.cfg
+	lakeRows := cfg.QueryRows - cfg.QueryRows/10
+	w := &WorkloadReport{Name: "union", About: fmt.Sprintf(
+		"GROUP BY queries over %s rows, %s in the lake (Iceberg) and %s in the log tail, through Flight SQL (embedded DuckDB over the union) "+
+			"vs DuckDB in-process on read_parquet(the snapshot's data files) UNION ALL the tail rows in a native table",
+		human(float64(cfg.QueryRows)), human(float64(lakeRows)), human(float64(cfg.QueryRows-lakeRows)))}
+	n, err := startLakeNode(ctx, cfg, "lake-union")
+	if err != nil {
+		return nil, err
+	}
+	err = unionQueriesRun(ctx, e, n, w, lakeRows)
+	if err = errors.Join(err, n.close()); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func unionQueriesRun(ctx context.Context, e *env, n *lakeNode, w *WorkloadReport, lakeRows int) error {
+	cfg := e.cfg
+	t, files, err := loadUnion(ctx, e, n, w, lakeRows)
+	if err != nil {
+		return err
+	}
+	duck, err := openDuck()
+	if err != nil {
+		return err
+	}
+	defer duck.close()
+	if err := loadUnionBaseline(duck, files, lakeRows, cfg.QueryRows); err != nil {
+		return err
+	}
+	// The query workload's client code, on this node's connection.
+	client := *e
+	client.node = n.cl
+	for _, qi := range unionQueries {
+		q := benchQueries[qi]
+		lakeSQL, duckSQL := fmt.Sprintf(q.sql, t.Def().Name), fmt.Sprintf(q.sql, "events")
+		lake := func() (int64, int64, error) { return queryNode(ctx, &client, lakeSQL) }
+		base := func() (int64, int64, error) { return duck.query(duckSQL, querySumCol) }
+		if err := unionQuery(e, w, q.name, lake, base, qi == 0); err != nil {
+			return fmt.Errorf("%s: %w", q.name, err)
+		}
+		if cfg.CPUProfile != "" {
+			if err := profileQuery(e, profilePath(cfg.CPUProfile, qi), q.name, lake); err != nil {
+				return fmt.Errorf("%s: profile: %w", q.name, err)
+			}
+		}
+	}
+	return n.dropTable(ctx, t)
+}
+
+// loadUnion ingests the rows, tiers the first lakeRows and leaves the rest
+// in the log, checks the split, and returns the table and the paths of the
+// snapshot's data files.
+func loadUnion(ctx context.Context, e *env, n *lakeNode, w *WorkloadReport, lakeRows int) (*tables.Table, []string, error) {
+	cfg := e.cfg
+	t, err := n.createTable(ctx, "union", cfg.Codec)
+	if err != nil {
+		return nil, nil, err
+	}
+	cls, closeCls, err := dialN(n.addr, cfg.Writers)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer closeCls()
+	ingest := func(from, rows int) (time.Duration, error) {
+		recs := make([]arrow.RecordBatch, 0, rows/(64<<10)+1)
+		for at := from; at < from+rows; at += 64 << 10 {
+			recs = append(recs, events(int64(at), min(64<<10, from+rows-at)))
+		}
+		defer release(recs)
+		e.prog.step(int64(rows), "rows", "union: loading %s rows", human(float64(rows)))
+		return ingestAll(ctx, cls, t.Def().Name, recs, e.prog)
+	}
+	lakeLoad, err := ingest(0, lakeRows)
+	if err != nil {
+		return nil, nil, err
+	}
+	e.prog.step(0, "", "union: tiering %s rows", human(float64(lakeRows)))
+	start := time.Now()
+	rounds, err := n.tierAll(ctx, t, int64(lakeRows))
+	if err != nil {
+		return nil, nil, err
+	}
+	tierTime := time.Since(start)
+	tailLoad, err := ingest(lakeRows, cfg.QueryRows-lakeRows)
+	if err != nil {
+		return nil, nil, err
+	}
+	files, err := checkUnionSplit(ctx, n, t, int64(lakeRows), int64(cfg.QueryRows-lakeRows))
+	if err != nil {
+		return nil, nil, err
+	}
+	w.Notes = append(w.Notes, fmt.Sprintf("loading took %s ms (ingest of the lake rows), %s ms (%d tiering round(s)), %s ms (ingest of the tail); the lake holds %d data files",
+		human(ms(lakeLoad)), human(ms(tierTime)), rounds, human(ms(tailLoad)), len(files)))
+	return t, files, nil
+}
+
+// checkUnionSplit checks that the lake snapshot holds lakeRows rows and the
+// log tail above the tiered offsets tailRows, and returns the snapshot's
+// data files as local paths.
+func checkUnionSplit(ctx context.Context, n *lakeNode, t *tables.Table, lakeRows, tailRows int64) ([]string, error) {
+	var lag int64
+	for _, b := range n.svc.Status() {
+		if b.Table == t.Name() {
+			lag += b.LagRows
+		}
+	}
+	if lag != tailRows {
+		return nil, fmt.Errorf("%s: %d rows in the log tail, want %d", t.Name(), lag, tailRows)
+	}
+	tbl, err := n.lakeTable(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var rows int64
+	files := make([]string, len(tasks))
+	for i, task := range tasks {
+		rows += task.File.Count()
+		p, ok := strings.CutPrefix(task.File.FilePath(), "file://")
+		if !ok {
+			return nil, fmt.Errorf("data file %s is not local", task.File.FilePath())
+		}
+		files[i] = p
+	}
+	if rows != lakeRows {
+		return nil, fmt.Errorf("%s: %d rows in the lake, want %d", t.Name(), rows, lakeRows)
+	}
+	return files, nil
+}
+
+// loadUnionBaseline gives DuckDB the view events: the data files through
+// read_parquet, UNION ALL the tail rows [lakeRows, rows) in a native table.
+func loadUnionBaseline(d *duckRef, files []string, lakeRows, rows int) error {
+	var tail []arrow.RecordBatch
+	for at := lakeRows; at < rows; at += 64 << 10 {
+		tail = append(tail, events(int64(at), min(64<<10, rows-at)))
+	}
+	defer release(tail)
+	if err := d.load("tail", tail); err != nil {
+		return err
+	}
+	quoted := make([]string, len(files))
+	for i, f := range files {
+		quoted[i] = "'" + strings.ReplaceAll(f, "'", "''") + "'"
+	}
+	return d.exec("CREATE VIEW events AS SELECT id, amount, kind, ts FROM read_parquet([" + strings.Join(quoted, ", ") +
+		"]) UNION ALL SELECT id, amount, kind, ts FROM tail")
+}
+
+// unionQuery checks that both sides give the same answer (with
+// countsAll, that the groups count every row once), then measures Runs
+// pairs, alternating which side goes first.
+func unionQuery(e *env, w *WorkloadReport, name string, lake, base func() (int64, int64, error), countsAll bool) error {
+	cfg := e.cfg
+	lr, ls, err := lake()
+	if err != nil {
+		return err
+	}
+	dr, ds, err := base()
+	if err != nil {
+		return err
+	}
+	if lr != dr || ls != ds || lr == 0 {
+		return fmt.Errorf("lakestream returned %d rows counting %d, duckdb %d rows counting %d", lr, ls, dr, ds)
+	}
+	if countsAll && ls != int64(cfg.QueryRows) {
+		return fmt.Errorf("the groups count %d rows, want %d", ls, cfg.QueryRows)
+	}
+	var lakeMS, duckMS []float64
+	timed := func(f func() (int64, int64, error), out *[]float64) func() error {
+		return func() error {
+			start := time.Now()
+			_, _, err := f()
+			*out = append(*out, ms(time.Since(start)))
+			return err
+		}
+	}
+	for run := 1; run <= cfg.Runs; run++ {
+		e.prog.step(0, "", "union %s, run %d/%d", name, run, cfg.Runs)
+		first, second := timed(lake, &lakeMS), timed(base, &duckMS)
+		if run%2 == 0 {
+			first, second = second, first
+		}
+		if err := first(); err != nil {
+			return err
+		}
+		if err := second(); err != nil {
+			return err
+		}
+	}
+	w.figure(name, "lakestream", "time", "ms", lakeMS)
+	w.figure(name, "duckdb-parquet", "time", "ms", duckMS)
+	w.ratio(name, "lakestream", "duckdb-parquet", "time",
+		"lower is better; 1 = as fast as DuckDB reading the same Parquet files plus the same tail", lakeMS, duckMS, 0, 2)
+	e.prog.logf("union %s: lakestream %s ms, duckdb-parquet %s ms", name, human(summarize(lakeMS).Median), human(summarize(duckMS).Median))
+	return nil
+}
+
+// profileQuery writes a CPU profile of the Lakestream side of a query, run
+// again and again, untimed, for at least profileFor. The profile is of the
+// whole process, client and server; DuckDB's own threads appear as
+// runtime._ExternalCode (use perf for inside them).
+func profileQuery(e *env, path, name string, lake func() (int64, int64, error)) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	e.prog.step(0, "", "union %s: CPU profile to %s", name, path)
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	runs := 0
+	for start := time.Now(); time.Since(start) < profileFor || runs < e.cfg.Runs; runs++ {
+		if _, _, err = lake(); err != nil {
+			break
+		}
+	}
+	pprof.StopCPUProfile()
+	err = errors.Join(err, f.Close())
+	e.prog.logf("union %s: CPU profile of %d runs in %s", name, runs, path)
+	return err
+}
+
+// profileFor is the least time profileQuery spends running a query.
+const profileFor = 5 * time.Second
+
+// profilePath is the profile file of query qi: base with "-q<qi+1>"
+// before its extension.
+func profilePath(base string, qi int) string {
+	ext := filepath.Ext(base)
+	return fmt.Sprintf("%s-q%d%s", strings.TrimSuffix(base, ext), qi+1, ext)
+}
