@@ -186,11 +186,6 @@ func TestPartitionSpec(t *testing.T) {
 			`CREATE TABLE t (id VARCHAR, id_bucket INT, ts TIMESTAMP, ts_day DATE) PARTITIONED BY (day(ts), id_bucket)
 			 WITH ('bucket.key' = 'id', 'bucket.num' = '16')`,
 			[]string{"1000 ts_day_ day ts", "1001 id_bucket identity id_bucket", "1002 id_bucket_ bucket[16] id"}, ""},
-		// The catalog accepts two time transforms of one column; Iceberg
-		// refuses to author such a spec, as the finer one implies the other.
-		{"two time transforms of one column",
-			`CREATE TABLE t (id BIGINT, ts TIMESTAMP) PARTITIONED BY (day(ts), hour(ts))`,
-			nil, "redundant partition field"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -114,6 +114,10 @@ func (c StorageConfig) resolve(getenv func(string) string) StorageConfig {
 	if c.Name == "" {
 		c.Name = DefaultCatalogName
 	}
+	// Schemes are case-insensitive, but pgx only knows lower-case ones.
+	if scheme, rest, ok := strings.Cut(c.Catalog, "://"); ok {
+		c.Catalog = strings.ToLower(scheme) + "://" + rest
+	}
 	s := &c.S3
 	s.Endpoint = firstNonEmpty(s.Endpoint, getenv("AWS_ENDPOINT_URL_S3"), getenv("AWS_ENDPOINT_URL"))
 	s.Region = firstNonEmpty(s.Region, getenv("AWS_REGION"), getenv("AWS_DEFAULT_REGION"))
@@ -171,7 +175,7 @@ func parseCatalogURI(uri string) (catalogKind, error) {
 	if !ok {
 		return 0, fmt.Errorf("catalog %s: not a URI; want sqlite://<file>, postgres://user@host/db or http(s)://host (REST)", redactURI(uri))
 	}
-	switch strings.ToLower(scheme) {
+	switch scheme {
 	case "sqlite":
 		if rest == "" {
 			return 0, errors.New("catalog sqlite://: no file path; want sqlite://<file> or sqlite:///abs/file")
@@ -375,8 +379,8 @@ func isSecretProperty(key string) bool {
 // catalog.Closer: close it when done (for the SQL catalogs that closes the
 // database connections too).
 //
-// Errors never contain the catalog password, the S3 secret key or a
-// property value.
+// Errors never contain the catalog password, the S3 secret key or session
+// token, or a secret property's value.
 func OpenCatalog(ctx context.Context, c StorageConfig) (catalog.Catalog, error) {
 	c = c.resolve(os.Getenv)
 	if err := c.validate(); err != nil {
@@ -507,14 +511,17 @@ type redactedError struct {
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
 
-// redact replaces every non-empty secret in err's message by "xxxxx".
-// Drivers and SDKs sometimes echo connection strings; this is the net
-// under them.
+// redact replaces every non-empty secret in err's message, as it is or
+// URL-escaped, by "xxxxx". Drivers and SDKs sometimes echo connection
+// strings; this is the net under them.
 func redact(err error, secrets []string) error {
 	msg := err.Error()
 	for _, s := range secrets {
-		if s != "" {
-			msg = strings.ReplaceAll(msg, s, "xxxxx")
+		if s == "" {
+			continue
+		}
+		for _, form := range []string{s, url.QueryEscape(s), url.PathEscape(s)} {
+			msg = strings.ReplaceAll(msg, form, "xxxxx")
 		}
 	}
 	return &redactedError{msg: msg, err: err}

@@ -407,6 +407,7 @@ func TestStorageValidate(t *testing.T) {
 		{"postgres", StorageConfig{Catalog: "postgresql://u:" + pw + "@db:5432/ice?sslmode=disable", Warehouse: "s3://lake/wh", S3: S3Config{Region: "eu-west-1"}}, nil},
 		{"rest without warehouse", StorageConfig{Catalog: "https://rest.example/api/catalog"}, nil},
 		{"rest with warehouse name", StorageConfig{Catalog: "http://127.0.0.1:8181", Warehouse: "prod"}, nil},
+		{"upper-case scheme", StorageConfig{Catalog: "SQLite:///c.db", Warehouse: "file:///wh"}, nil},
 		{"s3 compatible store needs no region", StorageConfig{Catalog: "sqlite://c.db", Warehouse: "s3://lake", S3: S3Config{Endpoint: "http://127.0.0.1:9000"}}, nil},
 
 		{"empty", StorageConfig{}, []string{"catalog: empty", "warehouse: empty"}},
@@ -542,9 +543,9 @@ func TestStorageSecretsNotEchoed(t *testing.T) {
 	}
 
 	// The net under drivers that do echo: the secret goes, the chain stays.
-	cause := errors.New("dial postgres://lake:" + pw + "@db: refused; s3 key s3cr3t")
-	red := redact(fmt.Errorf("open: %w", cause), []string{pw, "s3cr3t", ""})
-	if strings.Contains(red.Error(), pw) || strings.Contains(red.Error(), "s3cr3t") {
+	cause := errors.New("dial postgres://lake:" + pw + "@db: refused; s3 key s3cr3t; token a%2Fb")
+	red := redact(fmt.Errorf("open: %w", cause), []string{pw, "s3cr3t", "a/b", ""})
+	if strings.Contains(red.Error(), pw) || strings.Contains(red.Error(), "s3cr3t") || strings.Contains(red.Error(), "a%2Fb") {
 		t.Errorf("redact kept a secret: %v", red)
 	}
 	if !errors.Is(red, cause) {
