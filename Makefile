@@ -16,7 +16,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
 # Packages whose tests run with the race detector: the log, the server and
 # everything concurrent under them.
-RACE_PKGS := ./columnarlog/... ./tables/... ./flightsrv/... ./internal/... ./catalog/... ./node/... ./planner
+RACE_PKGS := ./columnarlog/... ./tables/... ./flightsrv/... ./internal/... ./catalog/... ./node/... ./planner ./tiering/...
 
 .PHONY: all build run test test-go test-race test-py bench bench-full venv fmt vet clean
 
@@ -39,7 +39,7 @@ vet:
 # just built (without it, the test builds its own).
 test-go: build
 	$(GO) test -race -count=1 $(RACE_PKGS)
-	LAKESTREAM_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 $$($(GO) list ./... | grep -v -e /columnarlog -e /tables -e /flightsrv -e /internal/ -e /catalog -e /node -e '/planner$$')
+	LAKESTREAM_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 $$($(GO) list ./... | grep -v -e /columnarlog -e /tables -e /flightsrv -e /internal/ -e /catalog -e /node -e /tiering -e '/planner$$')
 
 # -rs prints why a test was skipped (test_jdbc.py without a JDK or Maven);
 # test_jdbc.py fetches the JDBC driver into .cache/jdbc on its first run.

@@ -546,7 +546,7 @@ var (
 	// list), a database, a name.
 	tableRefRE = regexp.MustCompile(`(?i)(\bFROM|\bJOIN|,)(\s+)((?:analytics|"default")\s*\.\s*)?("[^"]+"|[a-z_][a-z0-9_]*)`)
 	// qualifierRE is a name used as a qualifier ("orders.id").
-	qualifierRE = regexp.MustCompile(`(?i)("[^"]+"|\b[a-z_][a-z0-9_]*)\s*\.\s*["a-z_]`)
+	qualifierRE = regexp.MustCompile(`(?i)("[^"]+"|\b[a-z_][a-z0-9_]*)\s*\.`)
 	// cteRE is a name a CTE defines.
 	cteRE = regexp.MustCompile(`(?i)(\bWITH|,)\s+(?:RECURSIVE\s+)?("[^"]+"|[a-z_][a-z0-9_]*)\s+AS\s*\(`)
 )
