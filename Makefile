@@ -37,7 +37,7 @@ vet:
 
 # tests/adbcgo runs the server binary: LAKESTREAM_BIN points it at the one
 # just built (without it, the test builds its own).
-test-go: build
+test-go: build venv
 	$(GO) test -race -count=1 $(RACE_PKGS)
 	LAKESTREAM_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 $$($(GO) list ./... | grep -v -e /columnarlog -e /tables -e /flightsrv -e /internal/ -e /catalog -e /node -e /tiering -e '/planner$$')
 
