@@ -368,13 +368,15 @@ func lakeDataBytes(ctx context.Context, n *lakeNode, t *tables.Table) (int64, er
 	return size, nil
 }
 
-// writeParquetFiles writes recs to files zstd Parquet files in dir, recs
-// dealt round-robin, the files in parallel, with iceberg-go's default
-// writer settings (table/internal/parquet_files.go), and returns their
-// total size.
+// writeParquetFiles writes the rows of recs to files zstd Parquet files in
+// dir, the files in parallel, file i with the i-th share of every record's
+// rows (so that each holds as many rows as a bucket's file of the lake),
+// with iceberg-go's default writer settings (table/internal/
+// parquet_files.go), and returns their total size.
 func writeParquetFiles(dir string, recs []arrow.RecordBatch, files int) (int64, error) {
 	props := parquet.NewWriterProperties(
 		parquet.WithCompression(compress.Codecs.Zstd),
+		parquet.WithCompressionLevel(table.ParquetCompressionLevelDefault),
 		parquet.WithMaxRowGroupLength(table.ParquetRowGroupLimitDefault),
 		parquet.WithDataPageSize(table.ParquetPageSizeBytesDefault),
 		parquet.WithDataPageVersion(parquet.DataPageV2),
@@ -399,18 +401,23 @@ func writeParquetFiles(dir string, recs []arrow.RecordBatch, files int) (int64, 
 	return total, errors.Join(errs...)
 }
 
-func writeParquetFile(path string, recs []arrow.RecordBatch, first, step int, props *parquet.WriterProperties) (int64, error) {
+// writeParquetFile writes share i of n of every record's rows to path.
+func writeParquetFile(path string, recs []arrow.RecordBatch, i, n int, props *parquet.WriterProperties) (int64, error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return 0, err
 	}
-	fw, err := pqarrow.NewFileWriter(eventsSchema, f, props, pqarrow.DefaultWriterProps())
+	fw, err := pqarrow.NewFileWriter(eventsSchema, f, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		f.Close()
 		return 0, err
 	}
-	for i := first; i < len(recs); i += step {
-		if err := fw.WriteBuffered(recs[i]); err != nil {
+	for _, rec := range recs {
+		rows := rec.NumRows()
+		part := rec.NewSlice(rows*int64(i)/int64(n), rows*int64(i+1)/int64(n))
+		err := fw.WriteBuffered(part)
+		part.Release()
+		if err != nil {
 			fw.Close()
 			return 0, fmt.Errorf("write %s: %w", path, err)
 		}
