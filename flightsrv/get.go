@@ -5,12 +5,14 @@ import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 
 	"github.com/lakestream/lakestream/columnarlog"
 	"github.com/lakestream/lakestream/internal/arrowmsg"
 	"github.com/lakestream/lakestream/internal/scan"
+	"github.com/lakestream/lakestream/planner"
 	"github.com/lakestream/lakestream/tables"
 )
 
@@ -170,7 +172,30 @@ func (s *Server) streamQuery(ctx context.Context, sql string, args []any, stream
 		return err
 	}
 	defer rs.Close()
+	if st, err := planner.Classify(sql); err == nil && st.Kind == planner.KindScan {
+		// A plain scan served by the engine answers with the schema its
+		// FlightInfo announced: the table's, NOT NULL included.
+		if declared := s.keepNotNull(ctx, st, schema); !declared.Equal(schema) {
+			return writeStream(stream, declared, relabeled{rs, declared}, s)
+		}
+	}
 	return writeStream(stream, schema, rs, s)
+}
+
+// relabeled gives each record of a stream a schema that differs from the
+// records' own only in nullability.
+type relabeled struct {
+	scan.RecordStream
+	schema *arrow.Schema
+}
+
+func (r relabeled) Next() (arrow.RecordBatch, error) {
+	rec, err := r.RecordStream.Next()
+	if err != nil || rec == nil {
+		return rec, err
+	}
+	defer rec.Release()
+	return array.NewRecordBatch(r.schema, rec.Columns(), rec.NumRows()), nil
 }
 
 func writeStream(stream flight.FlightService_DoGetServer, schema *arrow.Schema, rs scan.RecordStream, s *Server) error {

@@ -83,10 +83,9 @@ func (s *Server) flightInfo(ctx context.Context, st *planner.Statement, handle s
 		}
 		return &flight.FlightInfo{Schema: flight.SerializeSchema(emptySchema, s.opts.Mem), FlightDescriptor: desc, TotalRecords: n, TotalBytes: -1}, nil
 	case planner.KindScan:
-		if !s.lakeHasRows(ctx, st.Scan) {
+		if s.servesPlain(ctx, st.Scan) {
 			return s.scanInfo(ctx, st.Scan, desc)
 		}
-		// Rows in the lake: the engine reads lake and log tail as one table.
 	case planner.KindChanges:
 		return s.changesInfo(ctx, st.Changes, desc)
 	}
@@ -125,16 +124,46 @@ func (s *Server) describe(ctx context.Context, st *planner.Statement) (*arrow.Sc
 		}
 		return projectSchema(t.ChangelogSchema(), cols), emptySchema, nil
 	case planner.KindScan:
-		t, cols, err := s.resolveScan(ctx, st.Scan)
-		if err != nil {
-			return nil, nil, err
+		if s.servesPlain(ctx, st.Scan) {
+			t, cols, err := s.resolveScan(ctx, st.Scan)
+			if err != nil {
+				return nil, nil, err
+			}
+			return projectSchema(t.Def().ArrowSchema(), cols), emptySchema, nil
 		}
-		return projectSchema(t.Def().ArrowSchema(), cols), emptySchema, nil
 	}
 	if s.engine == nil {
 		return nil, nil, fmt.Errorf("%w: only plain scans (SELECT * or columns FROM a table) and DDL are served by this node", errUnsupported)
 	}
-	return s.engine.Describe(ctx, st.SQL)
+	schema, params, err := s.engine.Describe(ctx, st.SQL)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.keepNotNull(ctx, st, schema), params, nil
+}
+
+// keepNotNull gives the engine's result schema of a plain scan the NOT NULL
+// of the table's columns, which DuckDB does not carry: a plain scan answers
+// with the table's schema whichever path serves it. Other statements keep
+// the engine's schema.
+func (s *Server) keepNotNull(ctx context.Context, st *planner.Statement, schema *arrow.Schema) *arrow.Schema {
+	if st.Kind != planner.KindScan {
+		return schema
+	}
+	t, cols, err := s.resolveScan(ctx, st.Scan)
+	if err != nil || len(cols) != schema.NumFields() {
+		return schema
+	}
+	want := projectSchema(t.Def().ArrowSchema(), cols)
+	fields := schema.Fields()
+	for i, f := range fields {
+		w := want.Field(i)
+		if !w.Nullable && strings.EqualFold(f.Name, w.Name) && arrow.TypeEqual(f.Type, w.Type) {
+			fields[i].Nullable = false
+		}
+	}
+	md := schema.Metadata()
+	return arrow.NewSchema(fields, &md)
 }
 
 func (s *Server) resolveScan(ctx context.Context, ps *planner.PlainScan) (*tables.Table, []int, error) {
@@ -161,20 +190,26 @@ func (s *Server) resolveScan(ctx context.Context, ps *planner.PlainScan) (*table
 	return t, cols, nil
 }
 
-// lakeHasRows reports whether some of a table's rows are in the lake (a
-// tiered offset above zero): then a plain scan of the log alone would miss
-// them, and the query engine's union read serves it.
-func (s *Server) lakeHasRows(ctx context.Context, ps *planner.PlainScan) bool {
+// servesPlain reports whether a plain scan is served from the stored
+// batches (scanInfo) rather than by the query engine. The engine serves it
+// when some of the table's rows are in the lake (a tiered offset above
+// zero: the log alone would miss them; the engine's union read does not),
+// and when the name is not a table of the store (a system table such as
+// lakestream.tiering, or an unknown name, which the engine reports).
+func (s *Server) servesPlain(ctx context.Context, ps *planner.PlainScan) bool {
+	if s.engine == nil {
+		return true
+	}
 	t, err := s.store.Get(ctx, ps.DB, ps.Table)
 	if err != nil {
-		return false // scanInfo reports the error
+		return false
 	}
 	for _, o := range t.Tiered() {
 		if o > 0 {
-			return s.engine != nil
+			return false
 		}
 	}
-	return false
+	return true
 }
 
 // scanInfo captures the committed offsets of every bucket and returns one

@@ -2,11 +2,15 @@ package tiering
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/lakestream/lakestream/internal/scan"
@@ -139,5 +143,61 @@ func TestUnionPrunesLakeFiles(t *testing.T) {
 	}
 	if len(rng.Parts()) != 3 {
 		t.Fatalf("id >= 3000 plans %d files, want the last round's 3", len(rng.Parts()))
+	}
+}
+
+// NaN is above every number in SQL, and a pushed filter may only skip rows
+// the WHERE drops: x > 2 must keep the NaN rows in the lake as in the log.
+func TestLakeFilterKeepsNaNAsSQLDoes(t *testing.T) {
+	if floatPushable(">", 2) || floatPushable(">=", 2) || floatPushable("=", 2) || floatPushable("<", math.NaN()) {
+		t.Fatal("a comparison Iceberg evaluates differently from SQL is pushed")
+	}
+	e := newLakeEnv(t, Config{})
+	e.exec(createBars)
+	tbl := e.table("bars")
+	b := array.NewRecordBuilder(memory.DefaultAllocator, tbl.Schema())
+	defer b.Release()
+	for i, x := range []float64{1, math.NaN(), 5} {
+		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		b.Field(1).(*array.Float64Builder).Append(x)
+		b.Field(2).AppendNull()
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	if _, err := tbl.Write(context.Background(), []arrow.RecordBatch{rec}); err != nil {
+		t.Fatal(err)
+	}
+	e.round("bars")
+	st, err := e.svc.Resolver(e.store).Table(context.Background(), "", "bars$lake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := st.Plan(context.Background(), scan.Request{Columns: []int{1}, Filters: []scan.Filter{{Column: 1, Op: ">", Value: float64(2)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nan := 0
+	for _, part := range p.Parts() {
+		rs, err := part.Open(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			r, err := rs.Next()
+			if err != nil {
+				break
+			}
+			xs := r.Column(0).(*array.Float64)
+			for i := 0; i < xs.Len(); i++ {
+				if math.IsNaN(xs.Value(i)) {
+					nan++
+				}
+			}
+			r.Release()
+		}
+		rs.Close()
+	}
+	if nan != 1 {
+		t.Fatalf("x > 2 over the lake kept %d NaN rows, want 1", nan)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -236,9 +237,13 @@ func icebergPredicate(field arrow.Field, f scan.Filter) iceberg.BooleanExpressio
 	case int64:
 		return compare(ref, f.Op, v)
 	case float32:
-		return compare(ref, f.Op, v)
+		if floatPushable(f.Op, float64(v)) {
+			return compare(ref, f.Op, v)
+		}
 	case float64:
-		return compare(ref, f.Op, v)
+		if floatPushable(f.Op, v) {
+			return compare(ref, f.Op, v)
+		}
 	case string:
 		return compare(ref, f.Op, v)
 	case bool:
@@ -259,6 +264,15 @@ func icebergPredicate(field arrow.Field, f scan.Filter) iceberg.BooleanExpressio
 		}
 	}
 	return nil
+}
+
+// floatPushable says whether a comparison of a float column can go to
+// Iceberg, which reads NaN the IEEE way (never greater, never equal) while
+// SQL (DuckDB) orders NaN above every number and equal to itself: x > c and
+// x >= c hold for NaN rows in SQL, and a NaN value compares as SQL does.
+// Only < and <= against a number agree.
+func floatPushable(op string, v float64) bool {
+	return !math.IsNaN(v) && (op == "<" || op == "<=")
 }
 
 func compare[T iceberg.LiteralType](ref iceberg.UnboundTerm, op string, v T) iceberg.BooleanExpression {
