@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/lakestream/lakestream/catalog"
 	"github.com/lakestream/lakestream/columnarlog"
 	"github.com/lakestream/lakestream/tiering"
 )
@@ -42,6 +43,9 @@ type Config struct {
 	Sync string
 	// DefaultBuckets is bucket.num for tables that do not set it. Default 1.
 	DefaultBuckets int
+	// Cache is the size of the decoded-column cache of the log's fresh
+	// batches ("256MiB"); "off" or "0" disables it. Default "256MiB".
+	Cache string
 	// Version is reported by the server.
 	Version string
 	Logger  *slog.Logger
@@ -78,6 +82,9 @@ func (c *Config) EnsureDefaults() {
 	if c.DefaultBuckets == 0 {
 		c.DefaultBuckets = 1
 	}
+	if c.Cache == "" {
+		c.Cache = "256MiB"
+	}
 	if c.Version == "" {
 		c.Version = "dev"
 	}
@@ -106,10 +113,25 @@ func (c *Config) Validate() error {
 	if p, ok := strings.CutPrefix(c.Catalog, "sqlite://"); ok && sameFile(p, c.metaPath()) {
 		errs = append(errs, fmt.Errorf("catalog %q: that file holds the table definitions; the Iceberg catalog needs a file of its own", c.Catalog))
 	}
+	if _, err := c.cacheBytes(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.DefaultBuckets < 1 || c.DefaultBuckets > 1024 {
 		errs = append(errs, fmt.Errorf("default buckets %d: want 1 to 1024", c.DefaultBuckets))
 	}
 	return errors.Join(errs...)
+}
+
+// cacheBytes is the cache size in bytes; negative disables it.
+func (c *Config) cacheBytes() (int64, error) {
+	if v := strings.ToLower(strings.TrimSpace(c.Cache)); v == "off" || v == "0" {
+		return -1, nil
+	}
+	n, err := catalog.ParseSize(c.Cache)
+	if err != nil {
+		return 0, fmt.Errorf("cache %q: want a size such as 256MiB, or off", c.Cache)
+	}
+	return n, nil
 }
 
 // metaPath is the SQLite file of the table definitions.

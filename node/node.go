@@ -70,10 +70,12 @@ func (n *Node) open(ctx context.Context) error {
 	n.cat = cat
 	sync, _ := columnarlog.ParseSyncPolicy(cfg.Sync)
 	start := time.Now()
+	cacheBytes, _ := cfg.cacheBytes()
 	store, err := tables.Open(ctx, cat, tables.Config{
-		Dir:    filepath.Join(cfg.DataDir, "tables"),
-		Log:    columnarlog.Options{Sync: sync, Logger: cfg.Logger},
-		Logger: cfg.Logger,
+		CacheBytes: cacheBytes,
+		Dir:        filepath.Join(cfg.DataDir, "tables"),
+		Log:        columnarlog.Options{Sync: sync, Logger: cfg.Logger},
+		Logger:     cfg.Logger,
 	})
 	if err != nil {
 		return err

@@ -31,6 +31,8 @@ type env struct {
 	fs      vfs.FS
 	mem     *memory.CheckedAllocator
 	logOpts columnarlog.Options // FS is set from fs
+	// cacheBytes is the store's decoded-column cache size (0: default).
+	cacheBytes int64
 	cat     *catalog.Catalog
 	store   *tables.Store
 }
@@ -74,9 +76,10 @@ func (e *env) open() {
 	opts := e.logOpts
 	opts.FS = e.fs
 	st, err := tables.Open(ctx, cat, tables.Config{
-		Dir: e.dir,
-		Log: opts,
-		Mem: e.mem,
+		Dir:        e.dir,
+		Log:        opts,
+		Mem:        e.mem,
+		CacheBytes: e.cacheBytes,
 	})
 	if err != nil {
 		cat.Close()

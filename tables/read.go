@@ -230,13 +230,84 @@ type decoder struct {
 	def  *catalog.Table
 	cols []int
 	mem  memory.Allocator
+	// cache, when set, holds decoded columns of bucket's batches.
+	cache  *Cache
+	bucket int
 }
 
 func newDecoder(def *catalog.Table, cols []int, mem memory.Allocator) *decoder {
 	return &decoder{def: def, cols: cols, mem: mem}
 }
 
+// cached makes the decoder read and fill c (nil: no cache) for the
+// batches of bucket.
+func (d *decoder) cached(c *Cache, bucket int) *decoder {
+	d.cache, d.bucket = c, bucket
+	return d
+}
+
 func (d *decoder) decode(b columnarlog.Batch) (arrow.RecordBatch, error) {
+	if d.cache != nil {
+		return d.decodeCached(b)
+	}
+	return d.decodeColumns(b, d.cols)
+}
+
+// decodeCached takes the columns the cache has and decodes the others once,
+// adding them to the cache.
+func (d *decoder) decodeCached(b columnarlog.Batch) (arrow.RecordBatch, error) {
+	key := cacheKey{table: d.def.ID, bucket: int32(d.bucket), offset: b.BaseOffset()}
+	cols := make([]arrow.Array, len(d.cols))
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	var missing []int
+	for i, c := range d.cols {
+		key.col = int32(c)
+		if cols[i] = d.cache.get(key); cols[i] == nil {
+			missing = append(missing, c)
+		}
+	}
+	rows := int64(b.RecordCount())
+	if len(missing) > 0 {
+		rec, err := d.decodeColumns(b, missing)
+		if err != nil {
+			return nil, err
+		}
+		defer rec.Release()
+		rows = rec.NumRows()
+		batchCols := 0
+		if s, err := d.def.ArrowSchemaAt(b.SchemaID()); err == nil {
+			batchCols = s.NumFields()
+		}
+		j := 0
+		for i, c := range d.cols {
+			if cols[i] != nil {
+				continue
+			}
+			cols[i] = rec.Column(j)
+			cols[i].Retain()
+			if c < batchCols { // nulls for a column added later are not worth keeping
+				key.col = int32(c)
+				d.cache.put(key, cols[i])
+			}
+			j++
+		}
+	}
+	cur := d.def.ArrowSchema()
+	fields := make([]arrow.Field, len(d.cols))
+	for i, c := range d.cols {
+		fields[i] = cur.Field(c)
+	}
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rows), nil
+}
+
+// decodeColumns decodes the columns wanted of a batch.
+func (d *decoder) decodeColumns(b columnarlog.Batch, want []int) (arrow.RecordBatch, error) {
 	batchSchema, err := d.def.ArrowSchemaAt(b.SchemaID())
 	if err != nil {
 		return nil, fmt.Errorf("batch at offset %d: %w", b.BaseOffset(), err)
@@ -251,7 +322,7 @@ func (d *decoder) decode(b columnarlog.Batch) (arrow.RecordBatch, error) {
 	}
 	// Keep the wanted columns the batch has; the rest are added as nulls.
 	var present []int
-	for _, c := range d.cols {
+	for _, c := range want {
 		if c < batchSchema.NumFields() {
 			present = append(present, c)
 		}
@@ -270,15 +341,15 @@ func (d *decoder) decode(b columnarlog.Batch) (arrow.RecordBatch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decode batch at offset %d: %w", b.BaseOffset(), err)
 	}
-	if len(present) == len(d.cols) {
+	if len(present) == len(want) {
 		return rec, nil
 	}
 	defer rec.Release()
 	cur := d.def.ArrowSchema()
-	cols := make([]arrow.Array, len(d.cols))
-	out := make([]arrow.Field, len(d.cols))
+	cols := make([]arrow.Array, len(want))
+	out := make([]arrow.Field, len(want))
 	j := 0
-	for i, c := range d.cols {
+	for i, c := range want {
 		out[i] = cur.Field(c)
 		if c < batchSchema.NumFields() {
 			cols[i] = rec.Column(j)

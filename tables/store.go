@@ -27,14 +27,19 @@ type Config struct {
 	// Limits bound writes.
 	Limits Limits
 	// Mem allocates decoded and encoded data. Default: Go's allocator.
-	Mem    memory.Allocator
-	Logger *slog.Logger
+	Mem memory.Allocator
+	// CacheBytes bounds the decoded columns of recently read batches kept
+	// in memory (Cache), shared by every table. Default 256 MiB; negative
+	// disables the cache.
+	CacheBytes int64
+	Logger     *slog.Logger
 }
 
 // Store holds the open tables of a node. It is safe for concurrent use.
 type Store struct {
-	cfg Config
-	cat *catalog.Catalog
+	cfg   Config
+	cat   *catalog.Catalog
+	cache *Cache
 
 	mu   sync.Mutex
 	open map[int64]*Table
@@ -93,7 +98,10 @@ func Open(ctx context.Context, cat *catalog.Catalog, cfg Config) (*Store, error)
 	if cfg.Log.Logger == nil {
 		cfg.Log.Logger = cfg.Logger
 	}
-	s := &Store{cfg: cfg, cat: cat, open: map[int64]*Table{}}
+	if cfg.CacheBytes == 0 {
+		cfg.CacheBytes = 256 << 20
+	}
+	s := &Store{cfg: cfg, cat: cat, open: map[int64]*Table{}, cache: NewCache(cfg.CacheBytes)}
 	if err := cfg.Log.FS.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open tables: %w", err)
 	}
@@ -129,7 +137,7 @@ func (s *Store) openTable(def *catalog.Table) (*Table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open table %s: %w", def.FullName(), err)
 	}
-	t := &Table{log: tl, mem: s.cfg.Mem, limit: s.cfg.Limits}
+	t := &Table{log: tl, mem: s.cfg.Mem, cache: s.cache, limit: s.cfg.Limits}
 	t.def.Store(def)
 	s.open[def.ID] = t
 	return t, nil
@@ -190,6 +198,9 @@ func defaultDB(db string) string {
 	}
 	return db
 }
+
+// CacheStats returns the decoded-column cache's counters.
+func (s *Store) CacheStats() CacheStats { return s.cache.Stats() }
 
 // Catalog is the store's catalog.
 func (s *Store) Catalog() *catalog.Catalog { return s.cat }
@@ -257,6 +268,7 @@ func (s *Store) removeTable(id int64) error {
 	t, ok := s.open[id]
 	delete(s.open, id)
 	s.mu.Unlock()
+	s.cache.dropTable(id)
 	if ok {
 		return t.log.Remove()
 	}
@@ -276,6 +288,7 @@ func (s *Store) Close() error {
 		errs = append(errs, t.log.Close())
 		delete(s.open, id)
 	}
+	s.cache.purge()
 	return errors.Join(errs...)
 }
 

@@ -22,6 +22,7 @@ type Table struct {
 	def   atomic.Pointer[catalog.Table]
 	log   *columnarlog.TableLog
 	mem   memory.Allocator
+	cache *Cache        // decoded columns of read batches; nil: none
 	rr    atomic.Uint64 // round-robin bucket of the next keyless batch
 	limit Limits
 	// tiered is each bucket's tiered offset, as last committed to the lake

@@ -56,6 +56,8 @@ func benchConfig(args []string) (bench.Config, error) {
 	fs.StringVar(&cfg.Codec, "codec", "zstd", "log.compression of the benchmark tables: zstd, lz4 or none")
 	fs.StringVar(&cfg.DataDir, "data-dir", "", "node data directory, kept afterwards (default: a temp dir, removed)")
 	fs.StringVar(&cfg.OutDir, "out", "bench-results", `directory for results.json and results.html ("" writes none)`)
+	baselines := fs.String("baselines", strings.Join(bench.Baselines, ","), `baselines to start and measure against, comma-separated, or "none"; the others are reported missing`)
+	fs.StringVar(&cfg.KafkaDir, "kafka-dir", "", "cache of the Kafka jars, fetched with Maven when absent (default .cache/kafka in the source tree)")
 	fs.BoolVar(&cfg.Short, "short", false, "smoke-test sizes: seconds, for correctness, not figures")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: lakestream bench [flags]\n\nRuns the benchmark suite (docs/benchmarks.md) against an in-process node and its baselines.\n\nflags:")
@@ -68,6 +70,10 @@ func benchConfig(args []string) (bench.Config, error) {
 		return cfg, fmt.Errorf("bench: unexpected argument %q", fs.Arg(0))
 	}
 	cfg.Workloads = splitList(*workloads)
+	cfg.Baselines = []string{} // none unless listed
+	if *baselines != "none" {
+		cfg.Baselines = append(cfg.Baselines, splitList(*baselines)...)
+	}
 	for _, s := range splitList(*batchRows) {
 		n, err := strconv.Atoi(s)
 		if err != nil {
