@@ -97,12 +97,18 @@ func (s *Service) Maintain(ctx context.Context, tableID int64, orphans bool) (Ma
 	m := s.cfg.Maintenance
 	var err error
 	if tbl, res.FilesCompacted, err = s.compact(ctx, tbl, m); err != nil {
-		return res, fmt.Errorf("compact lake table %s: %w", lt.t.Name(), err)
+		err = fmt.Errorf("compact lake table %s: %w", lt.t.Name(), err)
+		return res, errors.Join(err, s.reload(ctx, lt)) // the outcome may be unknown
 	}
 	lt.state.Store(&lakeState{tbl: tbl, offsets: st.offsets})
 	before := len(tbl.Metadata().Snapshots())
 	tx := tbl.NewTransaction()
-	opts := []table.ExpireSnapshotsOpt{table.WithRetainLast(m.RetainSnapshots)}
+	// Expiry removes snapshots from the metadata only: the files they alone
+	// referenced (compacted ones, old manifests) are left to the orphan pass,
+	// which deletes whatever no snapshot references. Deleting them at expiry
+	// fails once a file is gone already and would leave the commit's outcome
+	// in doubt.
+	opts := []table.ExpireSnapshotsOpt{table.WithRetainLast(m.RetainSnapshots), table.WithPostCommit(false)}
 	if m.SnapshotAge > 0 {
 		opts = append(opts, table.WithOlderThan(m.SnapshotAge))
 	} else {
@@ -113,6 +119,10 @@ func (s *Service) Maintain(ctx context.Context, tableID int64, orphans bool) (Ma
 	}
 	if next, err := tx.Commit(ctx); err != nil {
 		if !errors.Is(err, table.ErrCommitFailed) {
+			// The outcome is unknown: read the table back before going on.
+			if rerr := s.reload(ctx, lt); rerr != nil {
+				return res, errors.Join(fmt.Errorf("expire snapshots of %s: %w", lt.t.Name(), err), rerr)
+			}
 			return res, fmt.Errorf("expire snapshots of %s: %w", lt.t.Name(), err)
 		}
 		// Someone else committed: the next pass expires them.

@@ -220,6 +220,9 @@ func icebergFilter(schema *arrow.Schema, filters []scan.Filter) iceberg.BooleanE
 }
 
 func icebergPredicate(field arrow.Field, f scan.Filter) iceberg.BooleanExpression {
+	if field.Type.ID() == arrow.LIST || field.Type.ID() == arrow.MAP || field.Type.ID() == arrow.STRUCT {
+		return nil // iceberg-go's manifest evaluator binds no nested column
+	}
 	ref := iceberg.Reference(field.Name)
 	switch f.Op {
 	case "IS NULL":
@@ -247,7 +250,9 @@ func icebergPredicate(field arrow.Field, f scan.Filter) iceberg.BooleanExpressio
 	case string:
 		return compare(ref, f.Op, v)
 	case bool:
-		return compare(ref, f.Op, v)
+		if f.Op == "=" { // iceberg-go filters rows with Arrow compute, which does not order booleans
+			return compare(ref, f.Op, v)
+		}
 	case arrow.Date32:
 		return compare(ref, f.Op, iceberg.Date(v))
 	case arrow.Time64:

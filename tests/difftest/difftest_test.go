@@ -18,6 +18,8 @@
 //	isolate_test.go    known-bug queries in child processes (they may crash)
 //	writeload_test.go  TestCorpusUnderWriteLoad: the corpus while writers
 //	                   append to an unrelated table
+//	tiering_test.go    TestCorpusWhileTiering: the corpus over tables that
+//	                   tier into Iceberg while rounds and maintenance run
 //	sanity_test.go     the comparer must report deliberate differences
 //
 // A failing query prints "MISMATCH <file>:<line>" with the differing rows;
