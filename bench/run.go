@@ -29,6 +29,7 @@ type env struct {
 	ceilAddr string
 	ceilCl   *flightsql.Client // one connection, as e.node
 	tables   int
+	base     *baselines // PostgreSQL, Kafka: started once, or why not (baselines.go)
 }
 
 // runners run one workload each.
@@ -130,7 +131,9 @@ func openEnv(ctx context.Context, cfg Config) (*env, func() error, error) {
 		return fail(err)
 	}
 	cleanups = append(cleanups, ceilCl.Close)
-	return &env{cfg: cfg, prog: prog, nodeAddr: n.Addr(), node: cl, ceil: ceil, ceilAddr: ceilAddr, ceilCl: ceilCl}, closeAll, nil
+	base, stopBase := startBaselines(ctx, cfg, prog)
+	cleanups = append(cleanups, stopBase)
+	return &env{cfg: cfg, prog: prog, nodeAddr: n.Addr(), node: cl, ceil: ceil, ceilAddr: ceilAddr, ceilCl: ceilCl, base: base}, closeAll, nil
 }
 
 // dial connects a Flight SQL client, as a Go application would, with the
@@ -165,11 +168,13 @@ func dialN(addr string, n int) ([]*flightsql.Client, func(), error) {
 }
 
 // createTable creates a new table of the event columns, 4 buckets by id,
-// with the configured codec, and returns its name.
+// with the configured codec, and returns its name. The table does not tier
+// (datalake.enabled false): these workloads measure the log, the fresh
+// rows; the tiering and union workloads (lake.go) measure the lake.
 func (e *env) createTable(ctx context.Context, prefix string) (string, error) {
 	e.tables++
 	name := fmt.Sprintf("%s_%d", prefix, e.tables)
-	ddl := fmt.Sprintf("CREATE TABLE %s %s WITH ('bucket.num'='%d', 'bucket.key'='id', 'log.compression'='%s')",
+	ddl := fmt.Sprintf("CREATE TABLE %s %s WITH ('bucket.num'='%d', 'bucket.key'='id', 'log.compression'='%s', 'datalake.enabled'='false')",
 		name, eventsDDL, tableBuckets, e.cfg.Codec)
 	if _, err := e.node.ExecuteUpdate(ctx, ddl); err != nil {
 		return "", fmt.Errorf("%s: %w", ddl, err)
@@ -212,5 +217,5 @@ func cpuModel() string {
 func settingsOf(c Config) Settings {
 	return Settings{Workloads: c.Workloads, Rows: c.Rows, QueryRows: c.QueryRows, BatchRows: c.BatchRows,
 		Writers: c.Writers, Runs: c.Runs, Rate: c.Rate, SubscribeBatchRows: c.SubscribeBatchRows,
-		DurationS: c.Duration.Seconds(), Sync: c.Sync, Codec: c.Codec, Short: c.Short}
+		DurationS: c.Duration.Seconds(), Sync: c.Sync, Codec: c.Codec, Short: c.Short, Baselines: c.Baselines}
 }

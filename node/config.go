@@ -44,7 +44,7 @@ type Config struct {
 	// DefaultBuckets is bucket.num for tables that do not set it. Default 1.
 	DefaultBuckets int
 	// Cache is the size of the decoded-column cache of the log's fresh
-	// batches ("256MiB"); "off" or "0" disables it. Default "256MiB".
+	// batches ("1GiB"); "off" or "0" disables it. Default "1GiB".
 	Cache string
 	// Version is reported by the server.
 	Version string
@@ -83,7 +83,7 @@ func (c *Config) EnsureDefaults() {
 		c.DefaultBuckets = 1
 	}
 	if c.Cache == "" {
-		c.Cache = "256MiB"
+		c.Cache = "1GiB"
 	}
 	if c.Version == "" {
 		c.Version = "dev"

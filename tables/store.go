@@ -29,7 +29,7 @@ type Config struct {
 	// Mem allocates decoded and encoded data. Default: Go's allocator.
 	Mem memory.Allocator
 	// CacheBytes bounds the decoded columns of recently read batches kept
-	// in memory (Cache), shared by every table. Default 256 MiB; negative
+	// in memory (Cache), shared by every table. Default 1 GiB; negative
 	// disables the cache.
 	CacheBytes int64
 	Logger     *slog.Logger
@@ -99,7 +99,7 @@ func Open(ctx context.Context, cat *catalog.Catalog, cfg Config) (*Store, error)
 		cfg.Log.Logger = cfg.Logger
 	}
 	if cfg.CacheBytes == 0 {
-		cfg.CacheBytes = 256 << 20
+		cfg.CacheBytes = 1 << 30
 	}
 	s := &Store{cfg: cfg, cat: cat, open: map[int64]*Table{}, cache: NewCache(cfg.CacheBytes)}
 	if err := cfg.Log.FS.MkdirAll(cfg.Dir, 0o755); err != nil {

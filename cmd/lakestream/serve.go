@@ -42,7 +42,7 @@ func loadConfig(args []string, env func(string) (string, bool)) (node.Config, er
 	fs.BoolVar(&cfg.S3.PathStyle, "s3-path-style", false, "address S3 objects as endpoint/bucket/key (MinIO, moto)")
 	fs.StringVar(&cfg.Sync, "sync", "always", "log durability: always (fsync before acknowledging) or never")
 	fs.IntVar(&cfg.DefaultBuckets, "default-buckets", 1, "bucket.num of tables that do not set it")
-	fs.StringVar(&cfg.Cache, "cache", "256MiB", `memory for decoded columns of the log's recently read batches ("off" disables)`)
+	fs.StringVar(&cfg.Cache, "cache", "1GiB", `memory for decoded columns of the log's recently read batches ("off" disables)`)
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
