@@ -15,7 +15,7 @@ import (
 func (n *Node) httpHandler() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&logCollector{n: n}, &lakeCollector{n: n})
+		&logCollector{n: n}, &lakeCollector{n: n}, &cacheCollector{n: n})
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
@@ -94,6 +94,28 @@ func (c *lakeCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descRoundFails, failing, st.Table)
 		}
 	}
+}
+
+var (
+	descCacheBytes  = prometheus.NewDesc("lakestream_cache_bytes", "Bytes of decoded log columns held by the read cache (--cache).", nil, nil)
+	descCacheHits   = prometheus.NewDesc("lakestream_cache_hits_total", "Decoded columns read from the cache.", nil, nil)
+	descCacheMisses = prometheus.NewDesc("lakestream_cache_misses_total", "Decoded columns not in the cache, decompressed.", nil, nil)
+)
+
+// cacheCollector reports the decoded-column cache.
+type cacheCollector struct{ n *Node }
+
+func (c *cacheCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descCacheBytes
+	ch <- descCacheHits
+	ch <- descCacheMisses
+}
+
+func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.n.store.CacheStats()
+	ch <- prometheus.MustNewConstMetric(descCacheBytes, prometheus.GaugeValue, float64(st.Bytes))
+	ch <- prometheus.MustNewConstMetric(descCacheHits, prometheus.CounterValue, float64(st.Hits))
+	ch <- prometheus.MustNewConstMetric(descCacheMisses, prometheus.CounterValue, float64(st.Misses))
 }
 
 type bucketRow struct {

@@ -159,6 +159,7 @@ func TestNodeTiersAndReportsLag(t *testing.T) {
 		`lakestream_lake_lag_rows{bucket="1",table="default.t"} 0`,
 		`lakestream_lake_lag_seconds{bucket="0",table="default.t"} 0`,
 		`lakestream_lake_rows_tiered_total{table="default.t"} 1000`,
+		`lakestream_cache_hits_total`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %s", want)
