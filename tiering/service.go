@@ -293,6 +293,15 @@ func (s *Service) Run(ctx context.Context) {
 func (s *Service) runTable(ctx context.Context, lt *lakeTable) {
 	id := lt.t.Def().ID
 	backoff := time.Second
+	// A table with a backlog (after a restart) tiers at once; a new one
+	// after its first freshness interval.
+	if st := lt.state.Load(); !hasBacklog(lt.t, st.offsets) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(lt.t.Def().Options.DatalakeFreshness):
+		}
+	}
 	for {
 		def := lt.t.Def()
 		wait := def.Options.DatalakeFreshness
@@ -323,3 +332,12 @@ func (s *Service) runTable(ctx context.Context, lt *lakeTable) {
 }
 
 var errDropped = errors.New("table dropped")
+
+func hasBacklog(t *tables.Table, tiered []int64) bool {
+	for b, end := range t.Log().CommittedEnds() {
+		if end > tiered[b] {
+			return true
+		}
+	}
+	return false
+}
