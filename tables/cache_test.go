@@ -51,7 +51,7 @@ func TestCacheServesRepeatedReadsExactly(t *testing.T) {
 // batches all get exact results.
 func TestCacheBoundedAndConcurrent(t *testing.T) {
 	e := newEnv(t, nil)
-	e.cacheBytes = 64 << 10
+	e.cacheBytes = 1 << 20
 	e.reopen()
 	e.mustExec(createEvents)
 	tbl := e.table("ev")
@@ -84,12 +84,34 @@ func TestCacheBoundedAndConcurrent(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	if st := e.store.CacheStats(); st.Bytes > st.MaxBytes || st.MaxBytes != 64<<10 || st.Columns == 0 {
+	if st := e.store.CacheStats(); st.Bytes > st.MaxBytes || st.MaxBytes != 1<<20 || st.Columns == 0 {
 		t.Fatalf("cache %+v", st)
 	}
 	// Dropping the table empties its part of the cache.
 	e.mustExec("DROP TABLE ev")
 	if st := e.store.CacheStats(); st.Bytes != 0 || st.Columns != 0 {
 		t.Fatalf("after DROP TABLE the cache holds %+v", st)
+	}
+}
+
+// A scan larger than the cache reads around it instead of flushing it.
+func TestCacheLargeScanReadsAround(t *testing.T) {
+	e := newEnv(t, nil)
+	e.cacheBytes = 64 << 10 // 8k values of 8 bytes
+	e.reopen()
+	e.mustExec(createEvents)
+	tbl := e.table("ev")
+	e.write(tbl, events(t, e.mem, 0, 1000))
+	scanPlan(t, tbl, []int{0}) // 1000 values: cached
+	small := e.store.CacheStats()
+	if small.Columns == 0 {
+		t.Fatal("a small scan was not cached")
+	}
+	for i := 1; i < 20; i++ {
+		e.write(tbl, events(t, e.mem, i*1000, 1000))
+	}
+	scanPlan(t, tbl, allCols(tbl)) // 20k rows x 4 columns: over the cache
+	if st := e.store.CacheStats(); st.Columns != small.Columns || st.Misses != small.Misses {
+		t.Fatalf("a scan larger than the cache went through it: before %+v, after %+v", small, st)
 	}
 }

@@ -51,7 +51,7 @@ func splitChangelog(name string) (string, bool) {
 func (p *logPart) decoder() func(columnarlog.Batch) (arrow.RecordBatch, error) {
 	plan := p.plan
 	if !plan.changelog {
-		dec := newDecoder(plan.def, plan.cols, plan.t.mem).cached(plan.t.cache, p.r.Bucket)
+		dec := newDecoder(plan.def, plan.cols, plan.t.mem).cached(plan.cache, p.r.Bucket)
 		return dec.decode
 	}
 	n := len(plan.def.Columns)
@@ -61,7 +61,7 @@ func (p *logPart) decoder() func(columnarlog.Batch) (arrow.RecordBatch, error) {
 			user = append(user, c)
 		}
 	}
-	dec := newDecoder(plan.def, user, plan.t.mem).cached(plan.t.cache, p.r.Bucket)
+	dec := newDecoder(plan.def, user, plan.t.mem).cached(plan.cache, p.r.Bucket)
 	return func(b columnarlog.Batch) (arrow.RecordBatch, error) {
 		rec, err := dec.decode(b)
 		if err != nil {

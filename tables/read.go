@@ -128,6 +128,16 @@ func (t *Table) plan(req scan.Request, changelog bool, ranges []Range) (scan.Pla
 		return nil, fmt.Errorf("scan %s: %w", def.FullName(), err)
 	}
 	p := &logPlan{t: t, def: def, cols: cols, schema: arrow.NewSchema(fields, nil), changelog: changelog, prune: prune}
+	// A scan whose columns would not fit in the cache reads around it: in
+	// an LRU, a scan larger than the cache only evicts what the next one
+	// would have found (8 bytes a value is a floor of the decoded size).
+	var rows int64
+	for _, r := range ranges {
+		rows += max(0, r.To-r.From)
+	}
+	if t.cache != nil && (ranges == nil || rows*int64(max(1, len(cols)))*8 <= t.cache.max) {
+		p.cache = t.cache
+	}
 	for _, r := range ranges {
 		if r.Bucket < 0 || r.Bucket >= t.log.Buckets() {
 			return nil, fmt.Errorf("scan %s: bucket %d out of range", def.FullName(), r.Bucket)
@@ -147,6 +157,8 @@ type logPlan struct {
 	// prune skips batches that cannot hold a row the filters accept; nil
 	// without filters (prune.go).
 	prune *pruner
+	// cache holds decoded columns; nil when the scan reads around it.
+	cache *Cache
 }
 
 func (p *logPlan) Schema() *arrow.Schema { return p.schema }
