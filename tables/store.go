@@ -55,6 +55,8 @@ type DDLHook interface {
 	TableAltered(ctx context.Context, def *catalog.Table) error
 	// TableDropped runs after DROP TABLE (also of a DROP DATABASE CASCADE).
 	TableDropped(ctx context.Context, def *catalog.Table) error
+	// DatabaseDropped runs after DROP DATABASE, once its tables are dropped.
+	DatabaseDropped(ctx context.Context, db string) error
 }
 
 // SetDDLHook sets the hook told of table changes; nil removes it.
@@ -235,6 +237,9 @@ func (s *Store) Exec(ctx context.Context, stmt catalog.Statement) error {
 		var errs []error
 		for _, def := range defs {
 			errs = append(errs, s.removeTable(def.ID), s.dropped(ctx, def))
+		}
+		if h := s.ddlHook(); h != nil {
+			errs = append(errs, h.DatabaseDropped(ctx, st.Name))
 		}
 		return errors.Join(errs...)
 	case *catalog.AddColumn:

@@ -259,6 +259,16 @@ func (s *Service) TableDropped(ctx context.Context, def *catalog.Table) error {
 	return nil
 }
 
+// DatabaseDropped drops the database's Iceberg namespace, unless tables
+// kept by datalake.keep-on-drop (or not Lakestream's) are still in it.
+func (s *Service) DatabaseDropped(ctx context.Context, db string) error {
+	err := s.cat.DropNamespace(ctx, table.Identifier{db})
+	if err == nil || errors.Is(err, icecatalog.ErrNoSuchNamespace) || errors.Is(err, icecatalog.ErrNamespaceNotEmpty) {
+		return nil
+	}
+	return fmt.Errorf("drop lake namespace %s: %w", db, err)
+}
+
 // Run tiers every table each datalake.freshness, and maintains them, until
 // ctx ends. Tables run independently, one committer each.
 func (s *Service) Run(ctx context.Context) {

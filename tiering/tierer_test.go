@@ -3,8 +3,11 @@ package tiering
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/lakestream/lakestream/catalog"
 )
 
 const createBars = `CREATE TABLE bars (id BIGINT NOT NULL, amount DOUBLE, kind VARCHAR)
@@ -169,5 +172,40 @@ func TestRetentionKeepsUntieredAndLakeServesTheRest(t *testing.T) {
 	}
 	if got := e.totals("bars"); got != want(201_000) {
 		t.Fatalf("union after retention: %v, want %v", got, want(201_000))
+	}
+}
+
+// DROP TABLE drops the Iceberg table, DROP DATABASE its namespace; a table
+// created with datalake.keep-on-drop keeps its Iceberg table, and a new
+// table of the same name is refused until that one is gone.
+func TestDropDropsOrKeepsTheLake(t *testing.T) {
+	e := newLakeEnv(t, Config{})
+	ctx := context.Background()
+	e.exec("CREATE DATABASE shop")
+	e.exec("CREATE TABLE shop.a (id BIGINT NOT NULL, amount DOUBLE)")
+	e.exec("CREATE TABLE shop.b (id BIGINT NOT NULL, amount DOUBLE) WITH ('datalake.keep-on-drop'='true')")
+	e.exec("DROP TABLE shop.a")
+	if ok, _ := e.ice.CheckTableExists(ctx, []string{"shop", "a"}); ok {
+		t.Fatal("DROP TABLE left the Iceberg table")
+	}
+	e.exec("DROP TABLE shop.b")
+	if ok, _ := e.ice.CheckTableExists(ctx, []string{"shop", "b"}); !ok {
+		t.Fatal("keep-on-drop did not keep the Iceberg table")
+	}
+	stmt, err := catalog.Parse("CREATE TABLE shop.b (id BIGINT NOT NULL, amount DOUBLE)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.Exec(ctx, stmt); err == nil || !strings.Contains(err.Error(), "keep-on-drop") {
+		t.Fatalf("CREATE over a kept lake table: %v", err)
+	}
+	if _, err := e.store.Get(ctx, "shop", "b"); err == nil {
+		t.Fatal("the refused CREATE left a table behind")
+	}
+	e.exec("CREATE DATABASE web")
+	e.exec("CREATE TABLE web.c (id BIGINT NOT NULL, amount DOUBLE)")
+	e.exec("DROP DATABASE web CASCADE")
+	if ok, _ := e.ice.CheckNamespaceExists(ctx, []string{"web"}); ok {
+		t.Fatal("DROP DATABASE left the Iceberg namespace")
 	}
 }
