@@ -18,7 +18,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 # everything concurrent under them.
 RACE_PKGS := ./columnarlog/... ./tables/... ./flightsrv/... ./internal/... ./catalog/... ./node/... ./planner ./tiering/...
 
-.PHONY: all build run test test-go test-race test-py bench bench-full venv fmt vet clean
+.PHONY: all build run test test-go test-race test-py bench bench-full bench-lake venv fmt vet clean
 
 all: build
 
@@ -56,9 +56,15 @@ $(VENV)/.installed: tests/requirements.txt
 # The benchmark suite (docs/benchmarks.md): a node in-process against its
 # baselines; prints a table and writes bench/out/results.{json,html}.
 # bench is the quick version (about a minute and a half on 2 cores),
-# bench-full the larger one (about eight minutes).
+# bench-full the larger one (about twelve minutes, four of them the lake
+# workloads). bench leaves out the tiering workload (1,000 tiering rounds
+# twice: two and a half minutes on its own); bench-full and bench-lake
+# (tiering and union only, about three minutes) run it.
 bench: build
-	./$(BIN) bench -out bench/out
+	./$(BIN) bench -out bench/out -workloads ingest,scan,query,subscribe,union
+
+bench-lake: build
+	./$(BIN) bench -out bench/out -workloads tiering,union
 
 bench-full: build
 	./$(BIN) bench -out bench/out -rows 10000000 -query-rows 10000000 -batch-rows 1024,8192,65536 -runs 5 -duration 20s

@@ -65,6 +65,16 @@ type Config struct {
 	// measurement, to this path with "-q<n>" before the extension.
 	// Default "": none.
 	CPUProfile string
+	// Baselines are the external systems to start and measure against
+	// (baselines.go), a subset of Baselines; the others are reported
+	// missing, as not selected. Default (nil): all of them; empty: none.
+	Baselines []string
+	// KafkaDir caches the Kafka jars, in KafkaDir/jars. When they are
+	// absent Run fetches them from Maven Central (bench/kafka/fetch.sh,
+	// embedded; needs mvn), except in Short mode, which reports Kafka
+	// missing instead. Default: .cache/kafka at the root of the source tree
+	// when run inside it, else lakestream/kafka in the user cache dir.
+	KafkaDir string
 	// Short selects the smoke-test defaults above.
 	Short bool
 	// Progress receives a live progress line: updated in place with
@@ -123,6 +133,12 @@ func (c *Config) EnsureDefaults() {
 	if c.Progress == nil {
 		c.Progress = io.Discard
 	}
+	if c.Baselines == nil {
+		c.Baselines = slices.Clone(Baselines)
+	}
+	if c.KafkaDir == "" {
+		c.KafkaDir = defaultKafkaDir()
+	}
 	if c.LakeRounds == 0 {
 		c.LakeRounds = pick(1000, 60)
 	}
@@ -140,6 +156,15 @@ func (c *Config) Validate() error {
 			bad("workload %q given twice", w)
 		}
 		seen[w] = true
+	}
+	seenB := map[string]bool{}
+	for _, b := range c.Baselines {
+		if !slices.Contains(Baselines, b) {
+			bad("baseline %q: want one of %s", b, strings.Join(Baselines, ", "))
+		} else if seenB[b] {
+			bad("baseline %q given twice", b)
+		}
+		seenB[b] = true
 	}
 	if c.Rows < 1 {
 		bad("rows %d: want at least 1", c.Rows)

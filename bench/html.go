@@ -180,7 +180,7 @@ func latencyChart(ws []*WorkloadReport) string {
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img" aria-label="latency">`+"\n", chartLabelW+chartBarW+90, h)
 	for i, f := range rows {
 		y := float64(i*chartRowH + 4)
-		fmt.Fprintf(&b, `<text x="%d" y="%.0f" text-anchor="end">%s · %s</text>`+"\n", chartLabelW-8, y+14, esc(f.Group), esc(f.Metric))
+		fmt.Fprintf(&b, `<text x="%d" y="%.0f" text-anchor="end">%s · %s %s</text>`+"\n", chartLabelW-8, y+14, esc(f.Group), esc(f.System), esc(f.Metric))
 		fmt.Fprintf(&b, `<rect x="%d" y="%.0f" width="%.1f" height="16" fill="%s"/>`+"\n", chartLabelW, y+2, scale(f.Median)-chartLabelW, latencyColors[f.Metric])
 		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.0f" y2="%.0f" stroke="#222"/>`+"\n", scale(f.Min), scale(f.Max), y+10, y+10)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f">%s ms</text>`+"\n", math.Max(scale(f.Max), scale(f.Median))+6, y+14, trim(f.Median))

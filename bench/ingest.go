@@ -3,12 +3,15 @@ package bench
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // The ingest workload: Config.Rows event rows, cut into batches of each of
@@ -16,7 +19,9 @@ import (
 // connection) with ADBC-style bulk ingest, Flight SQL's ExecuteIngest in
 // append mode, one batch per call. A call returns once its rows are
 // durable (with sync=always). The ceiling receives the same batches from
-// the same client code. Batches are generated before the clock starts.
+// the same client code; PostgreSQL (postgres.go) and Kafka (kafka.go) the
+// same rows, cut into the same batches, through their own clients, one
+// durable call per batch. Batches are generated before the clock starts.
 
 var appendMode = &flightsql.TableDefinitionOptions{
 	IfNotExist: flightsql.TableDefinitionOptionsTableNotExistOptionFail,
@@ -29,71 +34,98 @@ func runIngest(ctx context.Context, e *env) (*WorkloadReport, error) {
 		"bulk ingest (Flight SQL ExecuteIngest, one batch per call) of %s rows into a %d-bucket table by %d concurrent writers; "+
 			"ceiling: an arrow-go Flight server that decodes and discards DoPut data, fed by the same client code",
 		human(float64(cfg.Rows)), tableBuckets, cfg.Writers)}
-	nodeCls, closeNode, err := dialN(e.nodeAddr, cfg.Writers)
+	sides, closeSides, err := ingestSides(ctx, e, w)
+	defer closeSides()
 	if err != nil {
 		return nil, err
 	}
-	defer closeNode()
-	ceilCls, closeCeil, err := dialN(e.ceilAddr, cfg.Writers)
-	if err != nil {
-		return nil, err
-	}
-	defer closeCeil()
 	for _, bs := range cfg.BatchRows {
-		if err := ingestBatchSize(ctx, e, w, bs, nodeCls, ceilCls); err != nil {
+		if err := ingestBatchSize(ctx, e, w, bs, sides); err != nil {
 			return nil, err
 		}
 	}
-	w.missing("PostgreSQL (COPY through adbc-driver-postgresql)", "not assembled by the harness yet")
-	w.missing("Apache Kafka (KRaft, producer acks=all)", "not assembled by the harness yet")
-	w.missing("Apache Fluss", "not assembled by the harness yet")
+	e.base.reportMissing(w, "postgres", "kafka", "fluss")
 	return w, nil
 }
 
-// ingestBatchSize measures one batch size: Runs pairs of (Lakestream,
-// ceiling), alternating which goes first.
-func ingestBatchSize(ctx context.Context, e *env, w *WorkloadReport, bs int, nodeCls, ceilCls []*flightsql.Client) error {
+// ingestSide is one system the ingest workload measures: ingest writes
+// recs once, into a fresh table or topic that it checks and drops, and
+// returns the wall time of the writes alone.
+type ingestSide struct {
+	system  string
+	atLeast float64 // the target of Lakestream ÷ this side, 0: none
+	ingest  func(ctx context.Context, recs []arrow.RecordBatch, label string) (time.Duration, error)
+}
+
+// ingestSides are Lakestream, then the ceiling and every running baseline,
+// each with Config.Writers connections; closeAll closes them.
+func ingestSides(ctx context.Context, e *env, w *WorkloadReport) (sides []ingestSide, closeAll func(), err error) {
+	var closers []func()
+	closeAll = func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+	n := e.cfg.Writers
+	nodeCls, closeNode, err := dialN(e.nodeAddr, n)
+	if err != nil {
+		return nil, closeAll, err
+	}
+	closers = append(closers, closeNode)
+	ceilCls, closeCeil, err := dialN(e.ceilAddr, n)
+	if err != nil {
+		return nil, closeAll, err
+	}
+	closers = append(closers, closeCeil)
+	sides = append(sides, ingestSide{system: "lakestream", ingest: func(ctx context.Context, recs []arrow.RecordBatch, label string) (time.Duration, error) {
+		return lakeIngest(ctx, e, nodeCls, recs, label)
+	}}, ingestSide{system: "ceiling", atLeast: 0.7, ingest: func(ctx context.Context, recs []arrow.RecordBatch, label string) (time.Duration, error) {
+		e.prog.step(int64(totalRows(recs)), "rows", "%s: ceiling", label)
+		return ingestAll(ctx, ceilCls, "ceiling", recs, e.prog)
+	}})
+	if pg := e.base.pg; pg != nil {
+		conns, closeConns, err := pg.connectN(ctx, n)
+		if err != nil {
+			return nil, closeAll, err
+		}
+		closers = append(closers, closeConns)
+		sides = append(sides, ingestSide{system: baselineSystems["postgres"], atLeast: 3, ingest: func(ctx context.Context, recs []arrow.RecordBatch, label string) (time.Duration, error) {
+			return pgIngest(ctx, e, conns, recs, label)
+		}})
+		w.About += fmt.Sprintf("; PostgreSQL %s: one binary COPY (pgx CopyFrom) per batch, each a durable commit", pg.version)
+	}
+	if k := e.base.kafka; k != nil {
+		prods, closeProds, err := k.producers(n)
+		if err != nil {
+			return nil, closeAll, err
+		}
+		closers = append(closers, closeProds)
+		sides = append(sides, ingestSide{system: baselineSystems["kafka"], ingest: func(ctx context.Context, recs []arrow.RecordBatch, label string) (time.Duration, error) {
+			return kafkaIngest(ctx, e, prods, recs, label)
+		}})
+		w.About += fmt.Sprintf("; Kafka %s: one record per row, one ProduceSync (acks=all) per batch", k.version)
+	}
+	return sides, closeAll, nil
+}
+
+// ingestBatchSize measures one batch size: Runs rounds of every side back
+// to back, rotating which goes first, and the ratios of Lakestream's
+// throughput to each other side's, run by run.
+func ingestBatchSize(ctx context.Context, e *env, w *WorkloadReport, bs int, sides []ingestSide) error {
 	cfg := e.cfg
 	recs := batches(cfg.Rows, bs)
 	defer release(recs)
 	size := float64(totalBytes(recs))
 	group := fmt.Sprintf("%s-row batches, %d writers", human(float64(bs)), cfg.Writers)
-	var nodeS, ceilS []float64 // seconds per run
+	secs := make([][]float64, len(sides)) // side, run
 	for run := 1; run <= cfg.Runs; run++ {
-		lake := func() error {
-			table, err := e.createTable(ctx, "ingest")
+		for j := range sides {
+			si := (run - 1 + j) % len(sides)
+			d, err := sides[si].ingest(ctx, recs, fmt.Sprintf("ingest %s, run %d/%d", group, run, cfg.Runs))
 			if err != nil {
-				return err
+				return fmt.Errorf("%s: %w", sides[si].system, err)
 			}
-			e.prog.step(int64(cfg.Rows), "rows", "ingest %s, run %d/%d: lakestream", group, run, cfg.Runs)
-			d, err := ingestAll(ctx, nodeCls, table, recs, e.prog)
-			if err != nil {
-				return fmt.Errorf("lakestream: %w", err)
-			}
-			if err := checkRows(ctx, e, table, int64(cfg.Rows)); err != nil {
-				return err
-			}
-			nodeS = append(nodeS, d.Seconds())
-			return e.dropTable(ctx, table)
-		}
-		ceil := func() error {
-			e.prog.step(int64(cfg.Rows), "rows", "ingest %s, run %d/%d: ceiling", group, run, cfg.Runs)
-			d, err := ingestAll(ctx, ceilCls, "ceiling", recs, e.prog)
-			if err != nil {
-				return fmt.Errorf("ceiling: %w", err)
-			}
-			ceilS = append(ceilS, d.Seconds())
-			return nil
-		}
-		first, second := lake, ceil
-		if run%2 == 0 {
-			first, second = ceil, lake
-		}
-		if err := first(); err != nil {
-			return err
-		}
-		if err := second(); err != nil {
-			return err
+			secs[si] = append(secs[si], d.Seconds())
 		}
 	}
 	per := func(amount float64, secs []float64) []float64 {
@@ -104,15 +136,86 @@ func ingestBatchSize(ctx context.Context, e *env, w *WorkloadReport, bs int, nod
 		return out
 	}
 	rows := float64(cfg.Rows)
-	w.figure(group, "lakestream", "throughput", "rows/s", per(rows, nodeS))
-	w.figure(group, "lakestream", "throughput", "MB/s", per(size/1e6, nodeS))
-	w.figure(group, "ceiling", "throughput", "rows/s", per(rows, ceilS))
-	w.figure(group, "ceiling", "throughput", "MB/s", per(size/1e6, ceilS))
-	w.ratio(group, "lakestream", "ceiling", "throughput", "higher is better; 1 = as fast as the ceiling",
-		per(rows, nodeS), per(rows, ceilS), 0.7, 0)
-	e.prog.logf("ingest %s: lakestream %s rows/s, ceiling %s rows/s", group,
-		human(summarize(per(rows, nodeS)).Median), human(summarize(per(rows, ceilS)).Median))
+	var line []string
+	for si, s := range sides {
+		w.figure(group, s.system, "throughput", "rows/s", per(rows, secs[si]))
+		w.figure(group, s.system, "throughput", "MB/s", per(size/1e6, secs[si]))
+		line = append(line, fmt.Sprintf("%s %s rows/s", s.system, human(summarize(per(rows, secs[si])).Median)))
+	}
+	for si := 1; si < len(sides); si++ {
+		w.ratio(group, "lakestream", sides[si].system, "throughput", fmt.Sprintf("higher is better; 1 = as fast as %s", sides[si].system),
+			per(rows, secs[0]), per(rows, secs[si]), sides[si].atLeast, 0)
+	}
+	e.prog.logf("ingest %s: %s", group, strings.Join(line, ", "))
 	return nil
+}
+
+// lakeIngest ingests recs into a fresh table, checks its row count and
+// drops it.
+func lakeIngest(ctx context.Context, e *env, cls []*flightsql.Client, recs []arrow.RecordBatch, label string) (time.Duration, error) {
+	table, err := e.createTable(ctx, "ingest")
+	if err != nil {
+		return 0, err
+	}
+	rows := totalRows(recs)
+	e.prog.step(rows, "rows", "%s: lakestream", label)
+	d, err := ingestAll(ctx, cls, table, recs, e.prog)
+	if err != nil {
+		return 0, err
+	}
+	if err := checkRows(ctx, e, table, rows); err != nil {
+		return 0, err
+	}
+	return d, e.dropTable(ctx, table)
+}
+
+// pgIngest copies recs into a fresh PostgreSQL table, checks its row
+// count and drops it.
+func pgIngest(ctx context.Context, e *env, conns []*pgx.Conn, recs []arrow.RecordBatch, label string) (time.Duration, error) {
+	e.tables++
+	table := fmt.Sprintf("ingest_%d", e.tables)
+	if err := pgExec(ctx, conns[0], "CREATE TABLE "+table+" "+pgTableDDL); err != nil {
+		return 0, err
+	}
+	rows := totalRows(recs)
+	e.prog.step(rows, "rows", "%s: postgresql", label)
+	d, err := pgIngestAll(ctx, conns, table, recs, e.prog)
+	if err != nil {
+		return 0, err
+	}
+	if err := pgCheckRows(ctx, conns[0], table, rows); err != nil {
+		return 0, err
+	}
+	return d, pgExec(ctx, conns[0], "DROP TABLE "+table)
+}
+
+// kafkaIngest produces recs into a fresh topic, checks its record count
+// and deletes it.
+func kafkaIngest(ctx context.Context, e *env, prods []*kgo.Client, recs []arrow.RecordBatch, label string) (time.Duration, error) {
+	e.tables++
+	topic := fmt.Sprintf("ingest_%d", e.tables)
+	k := e.base.kafka
+	if err := k.createTopic(ctx, topic); err != nil {
+		return 0, err
+	}
+	rows := totalRows(recs)
+	e.prog.step(rows, "rows", "%s: kafka", label)
+	d, err := kafkaIngestAll(ctx, prods, topic, recs, e.prog)
+	if err != nil {
+		return 0, err
+	}
+	if err := k.checkRecords(ctx, topic, rows); err != nil {
+		return 0, err
+	}
+	return d, k.deleteTopic(ctx, topic)
+}
+
+func totalRows(recs []arrow.RecordBatch) int64 {
+	var n int64
+	for _, r := range recs {
+		n += r.NumRows()
+	}
+	return n
 }
 
 // ingestAll sends recs round-robin over the clients, one ExecuteIngest
@@ -162,14 +265,53 @@ func ingestOne(ctx context.Context, cl *flightsql.Client, table string, rec arro
 }
 
 // checkRows checks that a table holds want rows: the exact row count of a
-// scan's snapshot, which planning reports (docs/flight.md).
+// scan's snapshot, which planning reports (docs/flight.md) when the log
+// serves the scan; when the engine serves it (some rows already tiered
+// into the lake), the count is unknown (-1), and SELECT count(*) says.
 func checkRows(ctx context.Context, e *env, table string, want int64) error {
 	info, err := e.node.Execute(ctx, "SELECT * FROM "+table)
 	if err != nil {
 		return fmt.Errorf("count %s: %w", table, err)
 	}
-	if got := info.GetTotalRecords(); got != want {
+	got := info.GetTotalRecords()
+	if got < 0 {
+		if got, err = countRows(ctx, e, table); err != nil {
+			return fmt.Errorf("count %s: %w", table, err)
+		}
+	}
+	if got != want {
 		return fmt.Errorf("%s holds %d rows after ingest, want %d", table, got, want)
 	}
 	return nil
+}
+
+// countRows is SELECT count(*) of a table, through Flight SQL.
+func countRows(ctx context.Context, e *env, table string) (int64, error) {
+	info, err := e.node.Execute(ctx, "SELECT count(*) FROM "+table)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, ep := range info.GetEndpoint() {
+		rdr, err := e.node.DoGet(ctx, ep.GetTicket())
+		if err != nil {
+			return 0, err
+		}
+		for rdr.Next() {
+			col, ok := rdr.RecordBatch().Column(0).(*array.Int64)
+			if !ok {
+				rdr.Release()
+				return 0, fmt.Errorf("count(*) is %s, want int64", rdr.RecordBatch().Column(0).DataType())
+			}
+			for _, v := range col.Int64Values() {
+				n += v
+			}
+		}
+		err = rdr.Err()
+		rdr.Release()
+		if err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
 }

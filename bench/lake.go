@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -67,7 +68,8 @@ import (
 // Serve loop tiers every table on its own schedule (datalake.freshness):
 // the workloads must choose when rounds run, and read RoundResult.
 
-// lakeWindow is the rounds averaged at each end of the flatness series.
+// lakeWindow is the rounds averaged at each end of the flatness series
+// (trimmedMean).
 const lakeWindow = 10
 
 // flatIngestRows is the rows ingested before each round of the flatness
@@ -246,7 +248,7 @@ func runTiering(ctx context.Context, e *env) (*WorkloadReport, error) {
 	cfg := e.cfg
 	w := &WorkloadReport{Name: "tiering", About: fmt.Sprintf(
 		"tiering rounds into Iceberg (iceberg-go, SQLite catalog, file:// warehouse, zstd Parquet): throughput of a %s-row backlog "+
-			"vs pqarrow writing the same rows to zstd Parquet; commit and plan time over %d rounds of %s rows, late ÷ early",
+			"vs pqarrow writing the same rows to zstd Parquet; commit, plan and round time over %d rounds of %s rows, late ÷ early and late ÷ middle",
 		human(float64(cfg.Rows)), cfg.LakeRounds, human(flatIngestRows))}
 	n, err := startLakeNode(ctx, cfg, "lake-tiering")
 	if err != nil {
@@ -276,53 +278,91 @@ func tieringThroughput(ctx context.Context, e *env, n *lakeNode, w *WorkloadRepo
 		return err
 	}
 	defer closeCls()
-	var lakeS, lakeCPU, ceilS, ceilCPU []float64
-	var rounds int
-	var lakeBytes, ceilBytes int64
+	var lake, ceil throughputRuns
 	for run := 1; run <= cfg.Runs; run++ {
-		lake := func() error {
-			t, err := n.createTable(ctx, "tiering", cfg.Codec)
-			if err != nil {
-				return err
-			}
-			e.prog.step(int64(cfg.Rows), "rows", "tiering run %d/%d: ingest (untimed)", run, cfg.Runs)
-			if _, err := ingestAll(ctx, cls, t.Def().Name, recs, e.prog); err != nil {
-				return err
-			}
-			e.prog.step(0, "", "tiering run %d/%d: rounds", run, cfg.Runs)
-			cpu0, start := cpuTime(), time.Now()
-			if rounds, err = n.tierAll(ctx, t, int64(cfg.Rows)); err != nil {
-				return err
-			}
-			lakeS, lakeCPU = append(lakeS, time.Since(start).Seconds()), append(lakeCPU, (cpuTime()-cpu0).Seconds())
-			if lakeBytes, err = lakeDataBytes(ctx, n, t); err != nil {
-				return err
-			}
-			return n.dropTable(ctx, t)
+		sides := []func() error{
+			func() error { return lake.add(tierBacklog(ctx, e, n, cls, recs, run)) },
+			func() error { return ceil.add(writeCeiling(e, n, recs, run)) },
 		}
-		ceil := func() error {
-			e.prog.step(0, "", "tiering run %d/%d: pqarrow", run, cfg.Runs)
-			dir, err := os.MkdirTemp(n.dir, "pqarrow-")
-			if err != nil {
-				return err
-			}
-			cpu0, start := cpuTime(), time.Now()
-			ceilBytes, err = writeParquetFiles(dir, recs, tableBuckets)
-			ceilS, ceilCPU = append(ceilS, time.Since(start).Seconds()), append(ceilCPU, (cpuTime()-cpu0).Seconds())
-			return errors.Join(err, os.RemoveAll(dir))
-		}
-		first, second := lake, ceil
 		if run%2 == 0 {
-			first, second = ceil, lake
+			sides[0], sides[1] = sides[1], sides[0]
 		}
-		if err := first(); err != nil {
-			return err
-		}
-		if err := second(); err != nil {
-			return err
+		for _, side := range sides {
+			if err := side(); err != nil {
+				return err
+			}
 		}
 	}
-	rows, procs := float64(cfg.Rows), float64(runtime.GOMAXPROCS(0))
+	reportThroughput(e, w, recs, &lake, &ceil)
+	return nil
+}
+
+// throughputRuns are one side's runs of (a).
+type throughputRuns struct {
+	wall, cpu []float64 // s
+	bytes     int64     // of the data files, last run
+	rounds    int       // tiering rounds, last run
+}
+
+// throughputRun is one run of one side of (a).
+type throughputRun struct {
+	wall, cpu time.Duration
+	bytes     int64
+	rounds    int
+}
+
+func (r *throughputRuns) add(run throughputRun, err error) error {
+	if err != nil {
+		return err
+	}
+	r.wall, r.cpu = append(r.wall, run.wall.Seconds()), append(r.cpu, run.cpu.Seconds())
+	r.bytes, r.rounds = run.bytes, run.rounds
+	return nil
+}
+
+// tierBacklog ingests recs into a new table (untimed), then times the
+// rounds that tier them.
+func tierBacklog(ctx context.Context, e *env, n *lakeNode, cls []*flightsql.Client, recs []arrow.RecordBatch, run int) (throughputRun, error) {
+	cfg := e.cfg
+	var res throughputRun
+	t, err := n.createTable(ctx, "tiering", cfg.Codec)
+	if err != nil {
+		return res, err
+	}
+	e.prog.step(int64(cfg.Rows), "rows", "tiering run %d/%d: ingest (untimed)", run, cfg.Runs)
+	if _, err := ingestAll(ctx, cls, t.Def().Name, recs, e.prog); err != nil {
+		return res, err
+	}
+	e.prog.step(0, "", "tiering run %d/%d: rounds", run, cfg.Runs)
+	cpu0, start := cpuTime(), time.Now()
+	if res.rounds, err = n.tierAll(ctx, t, int64(cfg.Rows)); err != nil {
+		return res, err
+	}
+	res.wall, res.cpu = time.Since(start), cpuTime()-cpu0
+	if res.bytes, err = lakeDataBytes(ctx, n, t); err != nil {
+		return res, err
+	}
+	return res, n.dropTable(ctx, t)
+}
+
+// writeCeiling times pqarrow writing recs, one file per bucket.
+func writeCeiling(e *env, n *lakeNode, recs []arrow.RecordBatch, run int) (throughputRun, error) {
+	var res throughputRun
+	e.prog.step(0, "", "tiering run %d/%d: pqarrow", run, e.cfg.Runs)
+	dir, err := os.MkdirTemp(n.dir, "pqarrow-")
+	if err != nil {
+		return res, err
+	}
+	cpu0, start := cpuTime(), time.Now()
+	res.bytes, err = writeParquetFiles(dir, recs, tableBuckets)
+	res.wall, res.cpu = time.Since(start), cpuTime()-cpu0
+	return res, errors.Join(err, os.RemoveAll(dir))
+}
+
+// reportThroughput adds the figures of (a): rows/s, MB/s, rows/s per core
+// (GOMAXPROCS) and rows per CPU-second of both sides, and their ratios.
+func reportThroughput(e *env, w *WorkloadReport, recs []arrow.RecordBatch, lake, ceil *throughputRuns) {
+	rows, procs := float64(e.cfg.Rows), float64(runtime.GOMAXPROCS(0))
 	per := func(amount float64, secs []float64) []float64 {
 		out := make([]float64, len(secs))
 		for i, s := range secs {
@@ -332,23 +372,22 @@ func tieringThroughput(ctx context.Context, e *env, n *lakeNode, w *WorkloadRepo
 	}
 	group := fmt.Sprintf("%s-row backlog, %d buckets", human(rows), tableBuckets)
 	for _, side := range []struct {
-		name      string
-		wall, cpu []float64
-	}{{"lakestream", lakeS, lakeCPU}, {"pqarrow", ceilS, ceilCPU}} {
-		w.figure(group, side.name, "throughput", "rows/s", per(rows, side.wall))
-		w.figure(group, side.name, "throughput", "MB/s", per(float64(totalBytes(recs))/1e6, side.wall))
-		w.figure(group, side.name, "per core", "rows/s", per(rows/procs, side.wall))
-		w.figure(group, side.name, "per CPU-second", "rows", per(rows, side.cpu))
+		name string
+		runs *throughputRuns
+	}{{"lakestream", lake}, {"pqarrow", ceil}} {
+		w.figure(group, side.name, "throughput", "rows/s", per(rows, side.runs.wall))
+		w.figure(group, side.name, "throughput", "MB/s", per(float64(totalBytes(recs))/1e6, side.runs.wall))
+		w.figure(group, side.name, "per core", "rows/s", per(rows/procs, side.runs.wall))
+		w.figure(group, side.name, "per CPU-second", "rows", per(rows, side.runs.cpu))
 	}
 	w.ratio(group, "lakestream", "pqarrow", "throughput", "higher is better; 1 = as fast as writing the Parquet files alone",
-		per(rows, lakeS), per(rows, ceilS), 0, 0)
+		per(rows, lake.wall), per(rows, ceil.wall), 0, 0)
 	w.ratio(group, "lakestream", "pqarrow", "per CPU-second", "higher is better; rows per CPU-second, all threads of the process",
-		per(rows, lakeCPU), per(rows, ceilCPU), 0, 0)
+		per(rows, lake.cpu), per(rows, ceil.cpu), 0, 0)
 	w.Notes = append(w.Notes, fmt.Sprintf("the %s-row backlog took %d round(s); data files: lake %s MB, pqarrow %s MB (%d files); GOMAXPROCS %d",
-		human(rows), rounds, human(float64(lakeBytes)/1e6), human(float64(ceilBytes)/1e6), tableBuckets, int(procs)))
+		human(rows), lake.rounds, human(float64(lake.bytes)/1e6), human(float64(ceil.bytes)/1e6), tableBuckets, int(procs)))
 	e.prog.logf("tiering %s: lakestream %s rows/s, pqarrow %s rows/s", group,
-		human(summarize(per(rows, lakeS)).Median), human(summarize(per(rows, ceilS)).Median))
-	return nil
+		human(summarize(per(rows, lake.wall)).Median), human(summarize(per(rows, ceil.wall)).Median))
 }
 
 // lakeDataBytes is the size of the data files of t's current snapshot.
@@ -374,15 +413,7 @@ func lakeDataBytes(ctx context.Context, n *lakeNode, t *tables.Table) (int64, er
 // with iceberg-go's default writer settings (table/internal/
 // parquet_files.go), and returns their total size.
 func writeParquetFiles(dir string, recs []arrow.RecordBatch, files int) (int64, error) {
-	props := parquet.NewWriterProperties(
-		parquet.WithCompression(compress.Codecs.Zstd),
-		parquet.WithCompressionLevel(table.ParquetCompressionLevelDefault),
-		parquet.WithMaxRowGroupLength(table.ParquetRowGroupLimitDefault),
-		parquet.WithDataPageSize(table.ParquetPageSizeBytesDefault),
-		parquet.WithDataPageVersion(parquet.DataPageV2),
-		parquet.WithBatchSize(table.ParquetPageRowLimitDefault),
-		parquet.WithDictionaryPageSizeLimit(table.ParquetDictSizeBytesDefault),
-	)
+	props := ceilingProps()
 	sizes := make([]int64, files)
 	errs := make([]error, files)
 	var wg sync.WaitGroup
@@ -399,6 +430,26 @@ func writeParquetFiles(dir string, recs []arrow.RecordBatch, files int) (int64, 
 		total += s
 	}
 	return total, errors.Join(errs...)
+}
+
+// ceilingProps are iceberg-go's default Parquet writer settings, and the
+// encodings of the files the lake ends up with: a dictionary for kind only.
+// (The lake's writer drops the dictionaries of the unique columns id,
+// amount and ts before their first page, as parquet metadata of its files
+// shows; written here with dictionaries, the same rows took about twice
+// the CPU, 17 MB instead of 14, and the ceiling fell below the lake.)
+func ceilingProps() *parquet.WriterProperties {
+	return parquet.NewWriterProperties(
+		parquet.WithDictionaryDefault(false),
+		parquet.WithDictionaryFor("kind", true),
+		parquet.WithCompression(compress.Codecs.Zstd),
+		parquet.WithCompressionLevel(table.ParquetCompressionLevelDefault),
+		parquet.WithMaxRowGroupLength(table.ParquetRowGroupLimitDefault),
+		parquet.WithDataPageSize(table.ParquetPageSizeBytesDefault),
+		parquet.WithDataPageVersion(parquet.DataPageV2),
+		parquet.WithBatchSize(table.ParquetPageRowLimitDefault),
+		parquet.WithDictionaryPageSizeLimit(table.ParquetDictSizeBytesDefault),
+	)
 }
 
 // writeParquetFile writes share i of n of every record's rows to path.
@@ -433,8 +484,33 @@ func writeParquetFile(path string, recs []arrow.RecordBatch, i, n int, props *pa
 }
 
 // flatSample is one round of the flatness series, in ms; plan is measured
-// in the two windows only (without maintenance it grows to seconds).
+// in the windows only (without maintenance it grows to seconds).
 type flatSample struct{ commit, round, plan float64 }
+
+// flatSeries is what one flatness series measured.
+type flatSeries struct {
+	rounds   []flatSample
+	passes   []float64 // ms of each maintenance pass
+	failed   int       // maintenance passes that returned an error
+	firstErr error
+}
+
+// flatWindows are the windows of a series of n rounds: the first, the
+// middle (the table long in its steady state) and the last lakeWindow
+// rounds, as [from, to) indexes.
+func flatWindows(n int) (early, mid, late [2]int) {
+	m := n/2 - lakeWindow/2
+	return [2]int{0, lakeWindow}, [2]int{m, m + lakeWindow}, [2]int{n - lakeWindow, n}
+}
+
+func inWindow(i int, ws ...[2]int) bool {
+	for _, w := range ws {
+		if i >= w[0] && i < w[1] {
+			return true
+		}
+	}
+	return false
+}
 
 // tieringFlatness measures (b) once, with or without maintenance.
 func tieringFlatness(ctx context.Context, e *env, n *lakeNode, w *WorkloadReport, maintained bool) error {
@@ -451,51 +527,99 @@ func tieringFlatness(ctx context.Context, e *env, n *lakeNode, w *WorkloadReport
 		}
 	}
 	e.prog.step(int64(cfg.LakeRounds), "rounds", "tiering: %d rounds of %s rows, %s", cfg.LakeRounds, human(flatIngestRows), label)
-	samples := make([]flatSample, 0, cfg.LakeRounds)
-	var maintFailed int
-	var maintErr error
-	for r := 1; r <= cfg.LakeRounds; r++ {
-		inWindow := r <= lakeWindow || r > cfg.LakeRounds-lakeWindow
-		s, err := flatRound(ctx, n, t, r, inWindow)
-		if err != nil {
-			return fmt.Errorf("round %d, %s: %w", r, label, err)
-		}
-		samples = append(samples, s)
-		if maintained && r%lakeMaintenance.EveryRounds == 0 {
-			// As the node's loop does (tiering.Service.runTable), a failed
-			// pass is reported and the rounds go on.
-			if _, err := n.svc.Maintain(ctx, t.Def().ID, r%lakeMaintenance.OrphanEveryRounds == 0); err != nil {
-				if maintFailed++; maintErr == nil {
-					maintErr = fmt.Errorf("after round %d: %w", r, err)
-				}
-			}
-		}
-		e.prog.add(1)
-	}
-	early, late := samples[:lakeWindow], samples[len(samples)-lakeWindow:]
-	earlyName := fmt.Sprintf("rounds 1–%d", lakeWindow)
-	lateName := fmt.Sprintf("rounds %d–%d", cfg.LakeRounds-lakeWindow+1, cfg.LakeRounds)
-	group := fmt.Sprintf("%s-row rounds, %s", human(flatIngestRows), label)
-	for _, m := range flatMetrics {
-		ev, lv := pluck(early, m.of), pluck(late, m.of)
-		w.figure(group, earlyName, m.name, "ms", ev)
-		w.figure(group, lateName, m.name, "ms", lv)
-		w.ratio(group, lateName, earlyName, m.name, "mean ÷ mean; 1 = flat, as fast after the rounds as at the start",
-			[]float64{mean(lv)}, []float64{mean(ev)}, 0, 0)
+	fs, err := runFlatSeries(ctx, e, n, t, maintained)
+	if err != nil {
+		return fmt.Errorf("%s: %w", label, err)
 	}
 	shape, err := lakeShape(ctx, n, t)
 	if err != nil {
 		return err
 	}
+	reportFlatness(e, w, label, fs)
 	w.Notes = append(w.Notes, fmt.Sprintf("%s, after %d rounds: %s", label, cfg.LakeRounds, shape))
-	if maintErr != nil {
-		w.Notes = append(w.Notes, fmt.Sprintf("%s: %d of %d maintenance passes failed; the first %s",
-			label, maintFailed, cfg.LakeRounds/lakeMaintenance.EveryRounds, firstLine(maintErr.Error())))
-	}
-	e.prog.logf("tiering %s: commit %s → %s ms, plan %s → %s ms", group,
-		human(mean(pluck(early, flatMetrics[0].of))), human(mean(pluck(late, flatMetrics[0].of))),
-		human(mean(pluck(early, flatMetrics[1].of))), human(mean(pluck(late, flatMetrics[1].of))))
 	return n.dropTable(ctx, t)
+}
+
+// runFlatSeries runs Config.LakeRounds rounds of t, and with maintained the
+// maintenance passes the node's loop would run after them.
+func runFlatSeries(ctx context.Context, e *env, n *lakeNode, t *tables.Table, maintained bool) (*flatSeries, error) {
+	cfg := e.cfg
+	fs := &flatSeries{rounds: make([]flatSample, 0, cfg.LakeRounds)}
+	early, mid, late := flatWindows(cfg.LakeRounds)
+	for r := 1; r <= cfg.LakeRounds; r++ {
+		s, err := flatRound(ctx, n, t, r, inWindow(r-1, early, mid, late))
+		if err != nil {
+			return nil, fmt.Errorf("round %d: %w", r, err)
+		}
+		fs.rounds = append(fs.rounds, s)
+		if maintained && r%lakeMaintenance.EveryRounds == 0 {
+			// As in the node's loop (tiering.Service.runTable), a failed
+			// pass is reported and the rounds go on.
+			start := time.Now()
+			_, err := n.svc.Maintain(ctx, t.Def().ID, r%lakeMaintenance.OrphanEveryRounds == 0)
+			fs.passes = append(fs.passes, ms(time.Since(start)))
+			if err != nil {
+				if fs.failed++; fs.firstErr == nil {
+					fs.firstErr = fmt.Errorf("after round %d: %w", r, err)
+				}
+			}
+		}
+		e.prog.add(1)
+	}
+	return fs, nil
+}
+
+// reportFlatness adds a series' figures: each metric in each window, and
+// late ÷ early (the growth from an empty table) and late ÷ middle (the
+// growth in the steady state), each of trimmed means; and the maintenance
+// passes, first ones against last ones.
+func reportFlatness(e *env, w *WorkloadReport, label string, fs *flatSeries) {
+	n := len(fs.rounds)
+	group := fmt.Sprintf("%s-row rounds, %s", human(flatIngestRows), label)
+	windows := [3][2]int{}
+	windows[0], windows[1], windows[2] = flatWindows(n)
+	names := [3]string{}
+	for i, win := range windows {
+		names[i] = fmt.Sprintf("rounds %d–%d", win[0]+1, win[1])
+	}
+	for _, m := range flatMetrics {
+		var vals [3][]float64
+		for i, win := range windows {
+			vals[i] = pluck(fs.rounds[win[0]:win[1]], m.of)
+			w.figure(group, names[i], m.name, "ms", vals[i])
+		}
+		w.ratio(group, names[2], names[0], m.name, "trimmed means; 1 = as fast after the rounds as on the empty table",
+			[]float64{trimmedMean(vals[2])}, []float64{trimmedMean(vals[0])}, 0, 0)
+		w.ratio(group, names[2], names[1], m.name, "trimmed means; 1 = flat in the steady state",
+			[]float64{trimmedMean(vals[2])}, []float64{trimmedMean(vals[1])}, 0, 0)
+	}
+	if k := min(lakeWindow, len(fs.passes)/2); k > 0 {
+		first, last := fs.passes[:k], fs.passes[len(fs.passes)-k:]
+		firstName, lastName := fmt.Sprintf("passes 1–%d", k), fmt.Sprintf("passes %d–%d", len(fs.passes)-k+1, len(fs.passes))
+		w.figure(group, firstName, "maintenance", "ms", first)
+		w.figure(group, lastName, "maintenance", "ms", last)
+		w.ratio(group, lastName, firstName, "maintenance", "trimmed means; 1 = a pass costs the same however large the table",
+			[]float64{trimmedMean(last)}, []float64{trimmedMean(first)}, 0, 0)
+		w.Notes = append(w.Notes, fmt.Sprintf("%s: %d maintenance passes (one every %d rounds) took %s s in all",
+			label, len(fs.passes), lakeMaintenance.EveryRounds, human(sum(fs.passes)/1e3)))
+	}
+	if fs.firstErr != nil {
+		w.Notes = append(w.Notes, fmt.Sprintf("%s: %d of %d maintenance passes failed; the first %s",
+			label, fs.failed, len(fs.passes), firstLine(fs.firstErr.Error())))
+	}
+	tm := func(win [2]int, m int) string {
+		return human(trimmedMean(pluck(fs.rounds[win[0]:win[1]], flatMetrics[m].of)))
+	}
+	e.prog.logf("tiering %s: commit %s → %s → %s ms, plan %s → %s → %s ms", group,
+		tm(windows[0], 0), tm(windows[1], 0), tm(windows[2], 0), tm(windows[0], 1), tm(windows[1], 1), tm(windows[2], 1))
+}
+
+func sum(v []float64) float64 {
+	var s float64
+	for _, x := range v {
+		s += x
+	}
+	return s
 }
 
 var flatMetrics = []struct {
@@ -603,15 +727,21 @@ func pluck(s []flatSample, f func(flatSample) float64) []float64 {
 	return out
 }
 
-func mean(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
+// trimmedMean is the mean of v without its lowest and highest value: on a
+// shared VM one round of ten can stall on the disk for tens of ms, and a
+// plain mean of ten would then say more about that stall than about the
+// table.
+func trimmedMean(v []float64) float64 {
+	if len(v) < 3 {
+		return summarize(v).Median
 	}
+	s := slices.Clone(v)
+	slices.Sort(s)
 	var sum float64
-	for _, x := range v {
+	for _, x := range s[1 : len(s)-1] {
 		sum += x
 	}
-	return sum / float64(len(v))
+	return sum / float64(len(s)-2)
 }
 
 // unionQueries are the query workload's queries that the union workload

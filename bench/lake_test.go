@@ -48,13 +48,15 @@ func TestShortLake(t *testing.T) {
 		"tiering: lakestream / pqarrow (per CPU-second)",
 		"tiering: rounds 51–60 / rounds 1–10 (commit)",
 		"tiering: rounds 51–60 / rounds 1–10 (plan)",
+		"tiering: rounds 51–60 / rounds 26–35 (commit)",
+		"tiering: passes 4–6 / passes 1–3 (maintenance)",
 		"union: lakestream / duckdb-parquet (time)",
 	} {
 		if !ratios[want] {
 			t.Errorf("no ratio %q; have %v", want, ratios)
 		}
 	}
-	for _, want := range []string{"with maintenance, after 60 rounds", "without maintenance, after 60 rounds"} {
+	for _, want := range []string{"with maintenance, after 60 rounds", "without maintenance, after 60 rounds", "6 maintenance passes"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("report lacks the note %q", want)
 		}

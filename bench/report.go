@@ -45,6 +45,7 @@ type Settings struct {
 	Sync               string   `json:"sync"`
 	Codec              string   `json:"codec"`
 	Short              bool     `json:"short"`
+	Baselines          []string `json:"baselines"`
 }
 
 // WorkloadReport is one workload's figures, the ratios between them, and

@@ -3,14 +3,12 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/flight"
-	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 )
 
 // The subscription workload: end-to-end latency from an ingest call
@@ -24,6 +22,11 @@ import (
 // receipt can precede the ack (the commit notification races the reply),
 // which counts as 0. Latencies go into an HDR histogram (µs, 3 significant
 // digits).
+//
+// The Kafka baseline (kafka.go) is measured the same way, run by run beside
+// Lakestream at each measured rate: producers send each batch's rows with
+// ProduceSync (acks=all), which returns once all are acknowledged; a direct
+// consumer of the topic notes each row as PollFetches returns it.
 //
 // A rate is sustainable when the writers kept the schedule (the rows went
 // out at >= 95% of the rate) and the subscriber had every row within 1 s of
@@ -81,7 +84,18 @@ func runSubscribe(ctx context.Context, e *env) (*WorkloadReport, error) {
 		return nil, err
 	}
 	defer closeCls()
-	best, err := searchRate(ctx, e, cls, w)
+	lake := &lakeFeed{e: e, cls: cls}
+	feeds := []feed{lake}
+	if k := e.base.kafka; k != nil {
+		prods, closeProds, err := k.producers(cfg.Writers)
+		if err != nil {
+			return nil, err
+		}
+		defer closeProds()
+		feeds = append(feeds, &kafkaFeed{k: k, prods: prods})
+		w.About += fmt.Sprintf("; Kafka %s: ProduceSync (acks=all) returns → record polled by a direct consumer, same rows, rate and batches", k.version)
+	}
+	best, err := searchRate(ctx, e, lake, w)
 	if err != nil {
 		return nil, err
 	}
@@ -94,64 +108,93 @@ func runSubscribe(ctx context.Context, e *env) (*WorkloadReport, error) {
 		if i == 1 {
 			group = fmt.Sprintf("highest sustainable, %s rows/s", human(float64(rate)))
 		}
-		if err := measureRuns(ctx, e, cls, w, rate, group); err != nil {
+		if err := measureRuns(ctx, e, feeds, w, rate, group); err != nil {
 			return nil, err
 		}
 	}
 	for _, f := range w.Figures {
-		if f.Group == human(float64(cfg.Rate))+" rows/s" && f.Metric == "p99" {
+		if f.Group == human(float64(cfg.Rate))+" rows/s" && f.Metric == "p99" && f.System == "lakestream" {
 			w.Notes = append(w.Notes, fmt.Sprintf("target (issue 5): p99 <= 10 ms at 10k rows/s; measured %s ms at %s rows/s", trim(f.Median), human(float64(cfg.Rate))))
 		}
 	}
-	w.missing("Apache Kafka (KRaft, acks=all, same rate and batch size)", "not assembled by the harness yet")
-	w.missing("Apache Fluss", "not assembled by the harness yet")
+	e.base.reportMissing(w, "kafka", "fluss")
 	return w, nil
 }
 
-// measureRuns measures rate Config.Runs times and adds its figures.
-func measureRuns(ctx context.Context, e *env, cls []*flightsql.Client, w *WorkloadReport, rate int, group string) error {
+// latencyRatios are the percentiles compared with each baseline. p50 from
+// the ack is often 0 (most rows arrive before their ack) on both sides:
+// where the baseline's is 0 in every run there is no ratio, and a note
+// says so.
+var latencyRatios = []string{"p50", "p99", "p99.9", "p50 from call", "p99 from call"}
+
+// measureRuns measures rate Config.Runs times on every feed, rotating
+// which goes first, and adds their figures and the ratios of Lakestream's
+// latencies to each baseline's.
+func measureRuns(ctx context.Context, e *env, feeds []feed, w *WorkloadReport, rate int, group string) error {
 	cfg := e.cfg
-	series := make([][]float64, len(latencySeries))
-	var achieved []float64
-	var before, rows int64
+	series := make([][][]float64, len(feeds)) // feed, latencySeries, run
+	achieved := make([][]float64, len(feeds))
+	before, rows := make([]int64, len(feeds)), make([]int64, len(feeds))
+	for fi := range feeds {
+		series[fi] = make([][]float64, len(latencySeries))
+	}
 	for run := 1; run <= cfg.Runs; run++ {
-		r, err := measureRate(ctx, e, cls, rate, cfg.Duration, fmt.Sprintf("run %d/%d", run, cfg.Runs))
-		if err != nil {
-			return err
+		for j := range feeds {
+			fi := (run - 1 + j) % len(feeds)
+			f := feeds[fi]
+			r, err := measureRate(ctx, e, f, rate, cfg.Duration, fmt.Sprintf("run %d/%d", run, cfg.Runs))
+			if err != nil {
+				return fmt.Errorf("%s: %w", f.system(), err)
+			}
+			if !r.sustainable() {
+				w.Notes = append(w.Notes, fmt.Sprintf("%s run %d at %s rows/s was not sustained: %s rows/s achieved, last row %s after the last ack",
+					f.system(), run, human(float64(rate)), human(r.achieved), r.drain.Round(time.Millisecond)))
+			}
+			for i, s := range latencySeries {
+				series[fi][i] = append(series[fi][i], s.pick(r))
+			}
+			achieved[fi] = append(achieved[fi], r.achieved)
+			before[fi], rows[fi] = before[fi]+r.beforeAck, rows[fi]+r.rows
 		}
-		if !r.sustainable() {
-			w.Notes = append(w.Notes, fmt.Sprintf("run %d at %s rows/s was not sustained: %s rows/s achieved, last row %s after the last ack",
-				run, human(float64(rate)), human(r.achieved), r.drain.Round(time.Millisecond)))
-		}
+	}
+	for fi, f := range feeds {
 		for i, s := range latencySeries {
-			series[i] = append(series[i], s.pick(r))
+			w.figure(group, f.system(), s.metric, "ms", series[fi][i])
 		}
-		achieved = append(achieved, r.achieved)
-		before, rows = before+r.beforeAck, rows+r.rows
+		w.figure(group, f.system(), "achieved", "rows/s", achieved[fi])
+		if before[fi] > 0 {
+			w.Notes = append(w.Notes, fmt.Sprintf("%s at %s: %d of %d rows (%.0f%%) arrived before their ack (counted as 0 ms)",
+				f.system(), group, before[fi], rows[fi], 100*float64(before[fi])/float64(rows[fi])))
+		}
+		e.prog.logf("subscribe %s %s: p50 %s ms, p99 %s ms, p99.9 %s ms (from the call's start: p99 %s ms)", f.system(), group,
+			trim(summarize(series[fi][0]).Median), trim(summarize(series[fi][1]).Median), trim(summarize(series[fi][2]).Median),
+			trim(summarize(series[fi][5]).Median))
 	}
-	for i, s := range latencySeries {
-		w.figure(group, "lakestream", s.metric, "ms", series[i])
+	for fi := 1; fi < len(feeds); fi++ {
+		for i, s := range latencySeries {
+			switch {
+			case !slices.Contains(latencyRatios, s.metric):
+			case len(ratios(series[0][i], series[fi][i])) == 0:
+				w.Notes = append(w.Notes, fmt.Sprintf("at %s: no %s ratio to %s, whose %s is 0 ms in every run (lakestream: %s ms)",
+					group, s.metric, feeds[fi].system(), s.metric, trim(summarize(series[0][i]).Median)))
+			default:
+				w.ratio(group, feeds[0].system(), feeds[fi].system(), s.metric, "lower is better; 1 = as fast as the baseline",
+					series[0][i], series[fi][i], 0, 0)
+			}
+		}
 	}
-	w.figure(group, "lakestream", "achieved", "rows/s", achieved)
-	if before > 0 {
-		w.Notes = append(w.Notes, fmt.Sprintf("at %s: %d of %d rows (%.0f%%) arrived before their ack (counted as 0 ms)",
-			group, before, rows, 100*float64(before)/float64(rows)))
-	}
-	e.prog.logf("subscribe %s: p50 %s ms, p99 %s ms, p99.9 %s ms (from the call's start: p99 %s ms)", group,
-		trim(summarize(series[0]).Median), trim(summarize(series[1]).Median), trim(summarize(series[2]).Median),
-		trim(summarize(series[5]).Median))
 	return nil
 }
 
 // searchRate doubles the rate from cfg.Rate while it is sustainable, then
 // tries halfway to the first failure; it returns the highest sustainable
 // rate found (0 when even cfg.Rate is not) and reports it as a figure.
-func searchRate(ctx context.Context, e *env, cls []*flightsql.Client, w *WorkloadReport) (int, error) {
+func searchRate(ctx context.Context, e *env, lake feed, w *WorkloadReport) (int, error) {
 	cfg := e.cfg
 	best, failed := 0, 0
 	step := cfg.Duration / 2
 	try := func(rate int) (bool, error) {
-		r, err := measureRate(ctx, e, cls, rate, step, "search")
+		r, err := measureRate(ctx, e, lake, rate, step, "search")
 		if err != nil {
 			return false, err
 		}
@@ -191,34 +234,31 @@ func searchRate(ctx context.Context, e *env, cls []*flightsql.Client, w *Workloa
 	return best, nil
 }
 
-// measureRate writes at rate for d on a new table with a subscriber, and
-// measures every row's latency. cls[0] subscribes, the rest write.
-func measureRate(ctx context.Context, e *env, cls []*flightsql.Client, rate int, d time.Duration, label string) (*rateResult, error) {
+// measureRate writes at rate for d into a fresh stream of f with a
+// subscriber, and measures every row's latency.
+func measureRate(ctx context.Context, e *env, f feed, rate int, d time.Duration, label string) (*rateResult, error) {
 	per := e.cfg.SubscribeBatchRows
 	nb := max(1, int(float64(rate)*d.Seconds())/per)
-	table, err := e.createTable(ctx, "sub")
-	if err != nil {
-		return nil, err
-	}
-	e.prog.step(int64(nb*per), "rows", "subscribe %s: %s rows/s for %s", label, human(float64(rate)), d)
-	sub, err := startSubscriber(ctx, cls[0], table, nb*per)
+	e.prog.step(int64(nb*per), "rows", "subscribe %s %s: %s rows/s for %s", f.system(), label, human(float64(rate)), d)
+	sub := newSubscriber(nb*per, per)
+	stream, err := f.open(ctx, sub)
 	if err != nil {
 		return nil, err
 	}
 	defer sub.stop()
 	// One batch before the clock: the stream is up once it arrives.
-	if err := ingestOne(ctx, cls[1], table, events(-int64(per), per)); err != nil {
+	if err := f.send(ctx, 0, stream, events(-int64(per), per)); err != nil {
 		return nil, err
 	}
 	if err := sub.waitWarm(ctx); err != nil {
 		return nil, err
 	}
-	times, err := writeAtRate(ctx, cls[1:], table, rate, nb, per, sub.start, e.prog)
+	times, err := writeAtRate(ctx, f, stream, rate, nb, per, sub.start, e.prog)
 	if err != nil {
 		return nil, err
 	}
 	if err := sub.wait(ctx, subscribeTimeout); err != nil {
-		return nil, fmt.Errorf("%s at %d rows/s: %w", table, rate, err)
+		return nil, fmt.Errorf("%s at %d rows/s: %w", stream, rate, err)
 	}
 	sub.stop()
 	r := &rateResult{rate: rate, rows: int64(nb * per), achieved: float64(nb*per) / times.schedule.Seconds()}
@@ -226,7 +266,7 @@ func measureRate(ctx context.Context, e *env, cls []*flightsql.Client, rate int,
 	if err := r.latencies(sub.recv, times, per); err != nil {
 		return nil, err
 	}
-	return r, e.dropTable(ctx, table)
+	return r, f.drop(ctx, stream)
 }
 
 // latencies fills the percentiles from receipt, call and ack times (ns
@@ -264,24 +304,25 @@ type writeTimes struct {
 }
 
 // writeAtRate sends nb batches of per rows (ids 0..nb*per-1), batch k due
-// at k·per/rate seconds after the first, on up to len(cls) calls in flight.
+// at k·per/rate seconds after the first, on up to f.writers() calls in
+// flight.
 // When every client is busy the schedule slips, which the achieved rate
 // shows.
-func writeAtRate(ctx context.Context, cls []*flightsql.Client, table string, rate, nb, per int, start time.Time, prog *progress) (*writeTimes, error) {
+func writeAtRate(ctx context.Context, f feed, stream string, rate, nb, per int, start time.Time, prog *progress) (*writeTimes, error) {
 	t := &writeTimes{calls: make([]atomic.Int64, nb), acks: make([]atomic.Int64, nb)}
 	interval := time.Duration(float64(per) / float64(rate) * float64(time.Second))
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	work := make(chan int)
 	var wg sync.WaitGroup
-	for _, cl := range cls {
+	for wi := range f.writers() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for k := range work {
 				rec := events(int64(k*per), per)
 				t.calls[k].Store(int64(time.Since(start)))
-				err := ingestOne(ctx, cl, table, rec)
+				err := f.send(ctx, wi, stream, rec)
 				t.acks[k].Store(int64(time.Since(start)))
 				rec.Release()
 				if err != nil {
@@ -314,82 +355,73 @@ func writeAtRate(ctx context.Context, cls []*flightsql.Client, table string, rat
 	return t, nil
 }
 
-// subscriber reads a changes() stream and notes when each row arrives.
+// subscriber notes when each row of a subscription arrives; a feed's
+// reader goroutine (run) calls note.
 type subscriber struct {
 	start  time.Time
-	recv   []int64      // per id: ns since start; written by the reader only
-	got    atomic.Int64 // rows of ids >= 0 received
-	last   atomic.Int64 // ns since start of the latest receipt
-	warm   chan struct{}
+	recv   []int64       // per id: ns since start; written by the reader only
+	got    atomic.Int64  // rows of ids >= 0 received
+	last   atomic.Int64  // ns since start of the latest receipt
+	warm   chan struct{} // closed once every row of the warm-up batch arrived
+	warmup int           // rows of the warm-up batch still to come; the reader's only
 	done   chan struct{}
 	err    error // set before done closes
 	cancel context.CancelFunc
 	once   sync.Once
 }
 
-func startSubscriber(ctx context.Context, cl *flightsql.Client, table string, rows int) (*subscriber, error) {
-	info, err := cl.Execute(ctx, fmt.Sprintf("SELECT id, _bucket, _offset FROM changes('%s', 'latest')", table))
-	if err != nil {
-		return nil, err
-	}
-	if n := len(info.GetEndpoint()); n != 1 {
-		return nil, fmt.Errorf("changes(%s): %d endpoints, want 1", table, n)
-	}
+// newSubscriber expects rows rows of ids 0..rows-1 after a warm-up batch
+// of warmup rows with negative ids. The stream is up once the whole
+// warm-up batch arrived, not its first row: a Kafka consumer starts its
+// partitions one by one, and rows of a partition that starts late would
+// otherwise count as latency.
+func newSubscriber(rows, warmup int) *subscriber {
+	return &subscriber{start: time.Now(), recv: make([]int64, rows), warmup: warmup, warm: make(chan struct{}), done: make(chan struct{})}
+}
+
+// run starts read, the subscription's one reader goroutine, which calls
+// note for every delivery and returns when the stream ends or its context
+// is cancelled (stop).
+func (s *subscriber) run(ctx context.Context, read func(ctx context.Context) error) {
 	sctx, cancel := context.WithCancel(ctx)
-	s := &subscriber{start: time.Now(), recv: make([]int64, rows), warm: make(chan struct{}), done: make(chan struct{}), cancel: cancel}
-	rdr, err := cl.DoGet(sctx, info.GetEndpoint()[0].GetTicket())
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	go s.read(rdr)
-	return s, nil
+	s.cancel = cancel
+	go func() {
+		defer close(s.done)
+		err := read(sctx)
+		if err != nil && (sctx.Err() == nil || s.got.Load() < int64(len(s.recv))) {
+			s.err = err
+		}
+	}()
 }
 
-// read is the subscriber's goroutine: it records each row's receipt and
-// ends when the stream does (stop cancels it).
-func (s *subscriber) read(rdr *flight.Reader) {
-	defer close(s.done)
-	defer rdr.Release()
-	warm := false
-	for rdr.Next() {
-		now := int64(time.Since(s.start))
-		rec := rdr.RecordBatch()
-		ids, ok := rec.Column(0).(*array.Int64)
-		if !ok {
-			s.err = fmt.Errorf("changes: id column is %s", rec.Column(0).DataType())
-			return
-		}
-		var n int64
-		for _, id := range ids.Int64Values() {
-			switch {
-			case id < 0: // the warm-up batch
-				if !warm {
-					warm = true
-					close(s.warm)
-				}
-			case id >= int64(len(s.recv)):
-				s.err = fmt.Errorf("changes: unexpected id %d", id)
-				return
-			case s.recv[id] != 0:
-				s.err = fmt.Errorf("changes: id %d received twice", id)
-				return
-			default:
-				s.recv[id] = max(1, now)
-				n++
+// note records the arrival of rows ids now; negative ids are the warm-up
+// batch's.
+func (s *subscriber) note(ids []int64) error {
+	now := int64(time.Since(s.start))
+	var n int64
+	for _, id := range ids {
+		switch {
+		case id < 0:
+			if s.warmup--; s.warmup == 0 {
+				close(s.warm)
 			}
-		}
-		if n > 0 {
-			s.last.Store(now)
-			s.got.Add(n)
+		case id >= int64(len(s.recv)):
+			return fmt.Errorf("unexpected id %d", id)
+		case s.recv[id] != 0:
+			return fmt.Errorf("id %d received twice", id)
+		default:
+			s.recv[id] = max(1, now)
+			n++
 		}
 	}
-	if err := rdr.Err(); err != nil && s.got.Load() < int64(len(s.recv)) {
-		s.err = fmt.Errorf("changes stream: %w", err)
+	if n > 0 {
+		s.last.Store(now)
+		s.got.Add(n)
 	}
+	return nil
 }
 
-// waitWarm waits for the warm-up batch.
+// waitWarm waits for every row of the warm-up batch.
 func (s *subscriber) waitWarm(ctx context.Context) error {
 	select {
 	case <-s.warm:
@@ -431,6 +463,9 @@ func (s *subscriber) wait(ctx context.Context, timeout time.Duration) error {
 // stable.
 func (s *subscriber) stop() {
 	s.once.Do(func() {
+		if s.cancel == nil { // never started
+			return
+		}
 		s.cancel()
 		<-s.done
 	})

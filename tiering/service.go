@@ -144,7 +144,7 @@ func (s *Service) loadOrCreate(ctx context.Context, def *catalog.Table) (*lakeSt
 		return nil, fmt.Errorf("lake table %s: %w", def.FullName(), err)
 	}
 	if id := tbl.Properties()[tableIDKey]; id != fmt.Sprint(def.ID) {
-		return nil, fmt.Errorf("lake table %s: the Iceberg table belongs to Lakestream table id %s, not %d (a dropped table's lake kept by datalake.keep-on-drop?): drop or rename it in the Iceberg catalog", def.FullName(), id, def.ID)
+		return nil, fmt.Errorf("%w: lake table %s: the Iceberg table belongs to Lakestream table id %s, not %d (a dropped table's lake kept by datalake.keep-on-drop?): drop or rename it in the Iceberg catalog", catalog.ErrTableExists, def.FullName(), id, def.ID)
 	}
 	if tbl, err = s.evolve(ctx, tbl, def); err != nil {
 		return nil, fmt.Errorf("lake table %s: %w", def.FullName(), err)
