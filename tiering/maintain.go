@@ -27,15 +27,21 @@ type Maintenance struct {
 	// replaced by compaction, so it is longer than any query. Default 10m;
 	// negative means expire by count only.
 	SnapshotAge time.Duration
-	// CompactMinFiles compacts a partition once it has this many files
-	// smaller than 3/4 of the target file size. Default 8.
+	// CompactMinFiles compacts a partition once it has this many small
+	// files. Default 8.
 	CompactMinFiles int
+	// CompactSmallBytes is what a small file is: smaller than this. Files
+	// are compacted into ones of 4 times this size, so that a compacted
+	// file is not small any more and each byte is rewritten a bounded
+	// number of times. Default 16 MiB.
+	CompactSmallBytes int64
 	// OrphanAge deletes files under the table location that no snapshot
-	// references (left by rounds that crashed before their commit) once
-	// they are this old. Default 1h.
+	// references once they are this old: files of expired snapshots
+	// (compacted data files, old manifests) and those of rounds that
+	// crashed before their commit. Default 15m.
 	OrphanAge time.Duration
 	// OrphanEveryRounds looks for orphan files after this many rounds.
-	// Default 500.
+	// Default 50.
 	OrphanEveryRounds int
 }
 
@@ -52,11 +58,14 @@ func (m *Maintenance) ensureDefaults() {
 	if m.CompactMinFiles <= 0 {
 		m.CompactMinFiles = 8
 	}
+	if m.CompactSmallBytes <= 0 {
+		m.CompactSmallBytes = 16 << 20
+	}
 	if m.OrphanAge <= 0 {
-		m.OrphanAge = time.Hour
+		m.OrphanAge = 15 * time.Minute
 	}
 	if m.OrphanEveryRounds <= 0 {
-		m.OrphanEveryRounds = 500
+		m.OrphanEveryRounds = 50
 	}
 }
 
@@ -151,6 +160,9 @@ func (s *Service) compact(ctx context.Context, tbl *table.Table, m Maintenance) 
 	}
 	cfg := compaction.DefaultConfig()
 	cfg.MinInputFiles = uint(m.CompactMinFiles)
+	cfg.MinFileSizeBytes = m.CompactSmallBytes
+	cfg.TargetFileSizeBytes = 4 * m.CompactSmallBytes
+	cfg.MaxFileSizeBytes = 8 * m.CompactSmallBytes
 	plan, err := cfg.PlanCompaction(tasks)
 	if err != nil || len(plan.Groups) == 0 {
 		return tbl, 0, err
