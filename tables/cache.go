@@ -123,6 +123,33 @@ func (c *Cache) purge() {
 	}
 }
 
+// The lake side (package tiering) keeps whole columns of its data files in
+// the same cache, keyed by table, file (a number the lake gives each data
+// file) and column; bucket -1 tells them from log batches.
+
+// GetLake returns a cached column of a lake data file, retained, or nil.
+func (c *Cache) GetLake(table, file int64, col int) arrow.Array {
+	if c == nil {
+		return nil
+	}
+	return c.get(cacheKey{table: table, bucket: -1, col: int32(col), offset: file})
+}
+
+// PutLake caches a column of a lake data file.
+func (c *Cache) PutLake(table, file int64, col int, arr arrow.Array) {
+	if c != nil {
+		c.put(cacheKey{table: table, bucket: -1, col: int32(col), offset: file}, arr)
+	}
+}
+
+// MaxBytes is the cache's size; 0 for a nil cache.
+func (c *Cache) MaxBytes() int64 {
+	if c == nil {
+		return 0
+	}
+	return c.max
+}
+
 // CacheStats are a cache's counters.
 type CacheStats struct {
 	Bytes, MaxBytes int64

@@ -201,6 +201,9 @@ func defaultDB(db string) string {
 	return db
 }
 
+// Cache is the store's decoded-column cache; nil when disabled.
+func (s *Store) Cache() *Cache { return s.cache }
+
 // CacheStats returns the decoded-column cache's counters.
 func (s *Store) CacheStats() CacheStats { return s.cache.Stats() }
 

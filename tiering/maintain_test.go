@@ -201,3 +201,53 @@ func TestLakeFilterKeepsNaNAsSQLDoes(t *testing.T) {
 		t.Fatalf("x > 2 over the lake kept %d NaN rows, want 1", nan)
 	}
 }
+
+// Lake data files are read once: a second scan takes their columns from
+// the store's cache and returns the same rows; count(*) reads no file.
+func TestLakeColumnsCached(t *testing.T) {
+	e := newLakeEnv(t, Config{})
+	e.exec(createBars)
+	e.ingest("bars", 0, 3000)
+	e.round("bars")
+	if got := e.totals("bars$lake"); got != want(3000) {
+		t.Fatalf("first lake read: %v", got)
+	}
+	first := e.store.CacheStats()
+	if first.Columns == 0 {
+		t.Fatal("nothing cached by a lake read")
+	}
+	if got := e.totals("bars$lake"); got != want(3000) {
+		t.Fatalf("cached lake read: %v", got)
+	}
+	second := e.store.CacheStats()
+	if second.Hits <= first.Hits || second.Misses != first.Misses {
+		t.Fatalf("second read: cache %+v after %+v", second, first)
+	}
+	st, err := e.svc.Resolver(e.store).Table(context.Background(), "", "bars$lake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := st.Plan(context.Background(), scan.Request{Columns: []int{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows int64
+	for _, part := range p.Parts() {
+		rs, err := part.Open(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			r, err := rs.Next()
+			if err != nil {
+				break
+			}
+			rows += r.NumRows()
+			r.Release()
+		}
+		rs.Close()
+	}
+	if rows != 3000 {
+		t.Fatalf("count(*) over the lake: %d rows", rows)
+	}
+}

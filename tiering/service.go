@@ -60,6 +60,10 @@ type Service struct {
 	cfg   Config
 	cat   icecatalog.Catalog
 	store *tables.Store
+	cache *tables.Cache // the store's, for lake data files too
+
+	// files numbers the lake's data files for the cache: path -> id.
+	files sync.Map
 
 	mu     sync.Mutex
 	tables map[int64]*lakeTable // by Lakestream table id
@@ -95,7 +99,7 @@ type lakeState struct {
 // one's tiered offsets, and registers itself as the store's DDL hook.
 func New(ctx context.Context, cat icecatalog.Catalog, store *tables.Store, cfg Config) (*Service, error) {
 	cfg.ensureDefaults()
-	s := &Service{cfg: cfg, cat: cat, store: store, tables: map[int64]*lakeTable{}}
+	s := &Service{cfg: cfg, cat: cat, store: store, cache: store.Cache(), tables: map[int64]*lakeTable{}}
 	for _, t := range store.Tables() {
 		if !t.Def().Options.DatalakeEnabled {
 			continue
@@ -342,6 +346,21 @@ func (s *Service) runTable(ctx context.Context, lt *lakeTable) {
 }
 
 var errDropped = errors.New("table dropped")
+
+// fileID is the number of a data file path for the cache, the same for
+// the life of the service: data files never change, so their cached
+// columns never go stale. Numbers are never reused within the process, so
+// another Service over the same store (a test's restart) cannot mistake
+// its files for this one's.
+func (s *Service) fileID(path string) int64 {
+	if id, ok := s.files.Load(path); ok {
+		return id.(int64)
+	}
+	id, _ := s.files.LoadOrStore(path, nextFileID.Add(1))
+	return id.(int64)
+}
+
+var nextFileID atomic.Int64
 
 func hasBacklog(t *tables.Table, tiered []int64) bool {
 	for b, end := range t.Log().CommittedEnds() {

@@ -11,7 +11,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
@@ -180,18 +179,24 @@ func (u *unionTable) lakeParts(ctx context.Context, st *lakeState, schema *arrow
 	if len(names) == 0 {
 		names = append(names, schema.Field(0).Name)
 	}
+	// The filters prune files (partition and column statistics); the files
+	// are then read whole, without a row filter: the engine applies every
+	// filter again, and a file read whole can be cached whole.
 	opts := []table.ScanOption{table.WithSelectedFields(names...), table.WithCaseSensitive(false)}
+	read := st.tbl.Scan(opts...)
+	plan := read
 	if expr := icebergFilter(schema, filters); expr != nil {
-		opts = append(opts, table.WithRowFilter(expr))
+		plan = st.tbl.Scan(append(opts, table.WithRowFilter(expr))...)
 	}
-	sc := st.tbl.Scan(opts...)
-	tasks, err := sc.PlanFiles(ctx)
+	tasks, err := plan.PlanFiles(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("plan lake scan of %s: %w", u.lt.t.Name(), err)
 	}
 	parts := make([]scan.Part, len(tasks))
 	for i := range tasks {
-		parts[i] = &lakePart{scan: sc, task: tasks[i], out: out, mem: u.s.cfg.Mem}
+		task := tasks[i]
+		task.Residual = nil
+		parts[i] = &lakePart{scan: read, task: task, out: out, cols: cols, s: u.s, table: u.lt.t.Def().ID}
 	}
 	return parts, nil
 }
@@ -298,11 +303,17 @@ func compare[T iceberg.LiteralType](ref iceberg.UnboundTerm, op string, v T) ice
 
 // lakePart reads one data file.
 type lakePart struct {
-	scan *table.Scan
-	task table.FileScanTask
-	out  *arrow.Schema
-	mem  memory.Allocator
+	scan  *table.Scan
+	task  table.FileScanTask
+	out   *arrow.Schema
+	cols  []int // the table columns of out
+	s     *Service
+	table int64
 }
+
+// lakeChunkRows is the rows of each record a part cut from cached columns
+// sends.
+const lakeChunkRows = 128 << 10
 
 func (p *lakePart) Open(ctx context.Context) (scan.RecordStream, error) {
 	ctx, cancel := context.WithCancel(ctx)
@@ -320,40 +331,156 @@ func (p *lakePart) Open(ctx context.Context) (scan.RecordStream, error) {
 				return false
 			}
 		}
-		_, recs, err := p.scan.ReadTasks(ctx, []table.FileScanTask{p.task})
-		if err != nil {
-			send(lakeItem{err: fmt.Errorf("read lake file %s: %w", p.task.File.FilePath(), err)})
-			return
-		}
-		for rec, err := range recs {
-			if err != nil {
-				if !errors.Is(err, context.Canceled) {
-					send(lakeItem{err: fmt.Errorf("read lake file %s: %w", p.task.File.FilePath(), err)})
+		var err error
+		switch {
+		case p.out.NumFields() == 0:
+			// count(*): a data file's row count is in the manifest (the
+			// tables carry no delete files), no need to read it.
+			n := p.task.File.Count()
+			for off := int64(0); off < n && err == nil; off += lakeChunkRows {
+				if !send(lakeItem{rec: array.NewRecordBatch(p.out, nil, min(lakeChunkRows, n-off))}) {
+					return
 				}
-				return
 			}
-			// ReadTasks hands each record over: released once conformed.
-			out, err := p.conform(rec)
-			rec.Release()
-			if err != nil {
-				send(lakeItem{err: err})
-				return
-			}
-			if !send(lakeItem{rec: out}) {
-				return
-			}
+		case p.cacheable():
+			err = p.readCached(ctx, send)
+		default:
+			err = p.stream(ctx, send)
+		}
+		if err != nil && !errors.Is(err, context.Canceled) {
+			send(lakeItem{err: fmt.Errorf("read lake file %s: %w", p.task.File.FilePath(), err)})
 		}
 	}()
 	return s, nil
 }
 
-// conform gives a record read from the lake the part's output schema. The
-// record iterated is the reader's: out is a new reference.
-func (p *lakePart) conform(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
-	if p.out.NumFields() == 0 {
-		return array.NewRecordBatch(p.out, nil, rec.NumRows()), nil
+// cacheable says whether the part's columns go through the cache: whole
+// files whose columns fit in a quarter of it (8 bytes a value is a floor
+// of the decoded size).
+func (p *lakePart) cacheable() bool {
+	c := p.s.cache
+	return c != nil && p.task.Start == 0 && p.task.File.Count()*int64(len(p.cols))*8 <= c.MaxBytes()/4
+}
+
+// stream reads the file and sends its records as they come.
+func (p *lakePart) stream(ctx context.Context, send func(lakeItem) bool) error {
+	_, recs, err := p.scan.ReadTasks(ctx, []table.FileScanTask{p.task})
+	if err != nil {
+		return err
 	}
-	return conformLakeRecord(rec, p.out, p.mem)
+	for rec, err := range recs {
+		if err != nil {
+			return err
+		}
+		// ReadTasks hands each record over: released once conformed.
+		out, err := conformLakeRecord(rec, p.out, p.s.cfg.Mem)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+		if !send(lakeItem{rec: out}) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// readCached sends the file's columns from the cache, reading the file
+// (all of the part's columns) once when one is missing.
+func (p *lakePart) readCached(ctx context.Context, send func(lakeItem) bool) error {
+	c := p.s.cache
+	file := p.s.fileID(p.task.File.FilePath())
+	cols := make([]arrow.Array, len(p.cols))
+	defer func() {
+		for _, a := range cols {
+			if a != nil {
+				a.Release()
+			}
+		}
+	}()
+	complete := true
+	for i, col := range p.cols {
+		if cols[i] = c.GetLake(p.table, file, col); cols[i] == nil {
+			complete = false
+		}
+	}
+	if !complete {
+		read, err := p.readWhole(ctx)
+		if err != nil {
+			return err
+		}
+		for i, col := range p.cols {
+			if cols[i] != nil {
+				cols[i].Release()
+			}
+			cols[i] = read[i]
+			c.PutLake(p.table, file, col, read[i])
+		}
+	}
+	n := int64(cols[0].Len())
+	for off := int64(0); off < n; off += lakeChunkRows {
+		end := min(n, off+lakeChunkRows)
+		slices := make([]arrow.Array, len(cols))
+		for i, a := range cols {
+			slices[i] = array.NewSlice(a, off, end)
+		}
+		rec := array.NewRecordBatch(p.out, slices, end-off)
+		for _, a := range slices {
+			a.Release()
+		}
+		if !send(lakeItem{rec: rec}) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// readWhole reads the part's columns of the whole file, one array each.
+func (p *lakePart) readWhole(ctx context.Context) ([]arrow.Array, error) {
+	_, recs, err := p.scan.ReadTasks(ctx, []table.FileScanTask{p.task})
+	if err != nil {
+		return nil, err
+	}
+	chunks := make([][]arrow.Array, len(p.cols))
+	defer func() {
+		for _, cs := range chunks {
+			for _, a := range cs {
+				a.Release()
+			}
+		}
+	}()
+	for rec, err := range recs {
+		if err != nil {
+			return nil, err
+		}
+		out, err := conformLakeRecord(rec, p.out, p.s.cfg.Mem)
+		rec.Release()
+		if err != nil {
+			return nil, err
+		}
+		for i := range p.cols {
+			a := out.Column(i)
+			a.Retain()
+			chunks[i] = append(chunks[i], a)
+		}
+		out.Release()
+	}
+	whole := make([]arrow.Array, len(p.cols))
+	for i, cs := range chunks {
+		if len(cs) == 0 {
+			whole[i] = array.MakeArrayOfNull(p.s.cfg.Mem, p.out.Field(i).Type, 0)
+			continue
+		}
+		a, err := array.Concatenate(cs, p.s.cfg.Mem)
+		if err != nil {
+			for _, w := range whole[:i] {
+				w.Release()
+			}
+			return nil, err
+		}
+		whole[i] = a
+	}
+	return whole, nil
 }
 
 type lakeItem struct {
