@@ -3,22 +3,27 @@
 // through the same client code, and reports every figure as the median of
 // several runs with the min–max, and as a ratio to each baseline.
 //
-//	Run(ctx, Config) ─► one in-process node (127.0.0.1:0, a temp data dir)
-//	   │                and one ceiling server (ceiling.go)
+//	Run(ctx, Config) ─► one in-process node (127.0.0.1:0, a temp data dir),
+//	   │                one ceiling server (ceiling.go), and the baselines'
+//	   │                servers (baselines.go: postgres.go, kafka.go; their
+//	   │                own processes, process groups stopped at the end)
 //	   ├ ingest.go     ADBC bulk ingest (flightsql ExecuteIngest), N writers,
-//	   │               per batch size, vs the ceiling discarding DoPut data
+//	   │               per batch size, vs the ceiling discarding DoPut data,
+//	   │               PostgreSQL COPY and Kafka produce (acks=all)
 //	   ├ scan.go       fresh log scan, every endpoint, client decodes, vs the
 //	   │               ceiling streaming the same records (plain and encoded
 //	   │               with the table's codec)
 //	   ├ query.go      GROUP BY queries over Flight SQL vs DuckDB in-process
-//	   │               on a native table of the same rows (duckdb.go)
+//	   │               on a native table of the same rows (duckdb.go) and
+//	   │               PostgreSQL
 //	   ├ subscribe.go  end-to-end latency, ingest ack → row received by a
 //	   │               changes() subscriber, at a target rate and at the
-//	   │               highest sustainable rate
+//	   │               highest sustainable rate, vs Kafka's produce ack →
+//	   │               record consumed (feeds.go)
 //	   ▼ report.go     table, results.json; html.go: results.html
 //
-// Baselines that the harness cannot run yet (PostgreSQL, Kafka, Fluss) are
-// listed in the report as missing with the reason, never left out.
+// A baseline that is not selected or cannot start (Fluss is not assembled)
+// is listed in the report as missing with the reason, never left out.
 //
 // bench is a library: `lakestream bench` (cmd/lakestream/bench.go) only binds
 // flags to Config. It talks to the node only as a client does, over Flight

@@ -86,7 +86,7 @@ func writeWorkloadHTML(b *strings.Builder, w *WorkloadReport) {
 
 // Chart geometry: a label column, then the bars.
 const (
-	chartLabelW = 430
+	chartLabelW = 520
 	chartBarW   = 420
 	chartRowH   = 26
 )
@@ -102,7 +102,11 @@ func ratioChart(ws []*WorkloadReport) string {
 	top := 1.0
 	for _, w := range ws {
 		for _, x := range w.Ratios {
-			rows = append(rows, row{fmt.Sprintf("%s · %s: %s / %s", w.Name, x.Group, x.Of, x.To), x})
+			label := fmt.Sprintf("%s · %s: %s / %s", w.Name, x.Group, x.Of, x.To)
+			if x.Metric != "throughput" && x.Metric != "time" { // latency: several percentiles per setting
+				label += " (" + x.Metric + ")"
+			}
+			rows = append(rows, row{label, x})
 			top = math.Max(top, math.Max(x.Max, x.goal))
 		}
 	}

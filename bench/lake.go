@@ -50,7 +50,8 @@ import (
 // tiering (b), flatness: Config.LakeRounds rounds, each after a 1,000-row
 // ingest; commit latency (RoundResult.Commit), the whole round, and the
 // planning of a union read (Resolver(store).Table(...).Plan, nothing read)
-// over the first and the last lakeWindow rounds, late ÷ early (1 = flat).
+// over the first, the middle and the last lakeWindow rounds, late ÷ early
+// and late ÷ middle (1 = flat).
 // Once with maintenance as the node runs it (defaults, but snapshots expire
 // by count: the rounds run back to back, milliseconds apart, so no
 // snapshot would ever reach the default age of 10 minutes and age-based
@@ -187,8 +188,9 @@ func (n *lakeNode) close() error {
 	return errors.Join(errs...)
 }
 
-// createTable creates an events table as env.createTable does (4 buckets
-// by id, the configured codec); it tiers (datalake.enabled is the default).
+// createTable creates an events table like env.createTable (4 buckets by
+// id, the configured codec), but one that tiers (datalake.enabled, the
+// default).
 func (n *lakeNode) createTable(ctx context.Context, prefix, codec string) (*tables.Table, error) {
 	n.created++
 	name := fmt.Sprintf("%s_%d", prefix, n.created)
@@ -491,6 +493,7 @@ type flatSample struct{ commit, round, plan float64 }
 type flatSeries struct {
 	rounds   []flatSample
 	passes   []float64 // ms of each maintenance pass
+	compacts []int     // data files each pass compacted
 	failed   int       // maintenance passes that returned an error
 	firstErr error
 }
@@ -556,8 +559,8 @@ func runFlatSeries(ctx context.Context, e *env, n *lakeNode, t *tables.Table, ma
 			// As in the node's loop (tiering.Service.runTable), a failed
 			// pass is reported and the rounds go on.
 			start := time.Now()
-			_, err := n.svc.Maintain(ctx, t.Def().ID, r%lakeMaintenance.OrphanEveryRounds == 0)
-			fs.passes = append(fs.passes, ms(time.Since(start)))
+			res, err := n.svc.Maintain(ctx, t.Def().ID, r%lakeMaintenance.OrphanEveryRounds == 0)
+			fs.passes, fs.compacts = append(fs.passes, ms(time.Since(start))), append(fs.compacts, res.FilesCompacted)
 			if err != nil {
 				if fs.failed++; fs.firstErr == nil {
 					fs.firstErr = fmt.Errorf("after round %d: %w", r, err)
@@ -600,8 +603,9 @@ func reportFlatness(e *env, w *WorkloadReport, label string, fs *flatSeries) {
 		w.figure(group, lastName, "maintenance", "ms", last)
 		w.ratio(group, lastName, firstName, "maintenance", "trimmed means; 1 = a pass costs the same however large the table",
 			[]float64{trimmedMean(last)}, []float64{trimmedMean(first)}, 0, 0)
-		w.Notes = append(w.Notes, fmt.Sprintf("%s: %d maintenance passes (one every %d rounds) took %s s in all",
-			label, len(fs.passes), lakeMaintenance.EveryRounds, human(sum(fs.passes)/1e3)))
+		w.Notes = append(w.Notes, fmt.Sprintf("%s: %d maintenance passes (one every %d rounds) took %s s in all; "+
+			"they compacted %d data files, the last pass %d",
+			label, len(fs.passes), lakeMaintenance.EveryRounds, human(sum(fs.passes)/1e3), sumInts(fs.compacts), fs.compacts[len(fs.compacts)-1]))
 	}
 	if fs.firstErr != nil {
 		w.Notes = append(w.Notes, fmt.Sprintf("%s: %d of %d maintenance passes failed; the first %s",
@@ -612,6 +616,14 @@ func reportFlatness(e *env, w *WorkloadReport, label string, fs *flatSeries) {
 	}
 	e.prog.logf("tiering %s: commit %s → %s → %s ms, plan %s → %s → %s ms", group,
 		tm(windows[0], 0), tm(windows[1], 0), tm(windows[2], 0), tm(windows[0], 1), tm(windows[1], 1), tm(windows[2], 1))
+}
+
+func sumInts(v []int) int {
+	var s int
+	for _, x := range v {
+		s += x
+	}
+	return s
 }
 
 func sum(v []float64) float64 {

@@ -41,7 +41,7 @@ func (s *Server) changesInfo(ctx context.Context, c *planner.Changes, desc *flig
 	}
 	groups := min(c.Endpoints, len(starts))
 	for g := 0; g < groups; g++ {
-		tk := &ticket{Kind: "changes", Table: t.Def().ID, Cols: cols}
+		tk := &ticket{Kind: "changes", Table: t.Def().ID, Cols: cols, Where: c.Where}
 		for i := g; i < len(starts); i += groups {
 			tk.Ranges = append(tk.Ranges, starts[i])
 		}
@@ -54,26 +54,31 @@ func (s *Server) changesInfo(ctx context.Context, c *planner.Changes, desc *flig
 	return info, nil
 }
 
-// resolveChanges finds the table and the selected changelog columns.
+// resolveChanges finds the table and the selected changelog columns, and
+// checks the WHERE against them, so that a bad filter fails at planning.
 func (s *Server) resolveChanges(ctx context.Context, c *planner.Changes) (*tables.Table, []int, error) {
 	t, err := s.store.Get(ctx, c.DB, c.Table)
 	if err != nil {
 		return nil, nil, err
 	}
 	schema := t.ChangelogSchema()
+	var cols []int
 	if c.Columns == nil {
-		cols := make([]int, schema.NumFields())
+		cols = make([]int, schema.NumFields())
 		for i := range cols {
 			cols[i] = i
 		}
-		return t, cols, nil
-	}
-	cols := make([]int, len(c.Columns))
-	for i, name := range c.Columns {
-		cols[i] = fieldIndexFold(schema, name)
-		if cols[i] < 0 {
-			return nil, nil, fmt.Errorf("%w: column %q not found in changes of %s", errInvalid, name, t.Name())
+	} else {
+		cols = make([]int, len(c.Columns))
+		for i, name := range c.Columns {
+			cols[i] = fieldIndexFold(schema, name)
+			if cols[i] < 0 {
+				return nil, nil, fmt.Errorf("%w: column %q not found in changes of %s", errInvalid, name, t.Name())
+			}
 		}
+	}
+	if _, _, err := bindFilter(schema, cols, c.Where); err != nil {
+		return nil, nil, err
 	}
 	return t, cols, nil
 }
@@ -172,6 +177,10 @@ func (s *Server) streamChanges(ctx context.Context, tk *ticket, stream flight.Fl
 			return fmt.Errorf("%w: ticket column %d out of range", errInvalid, c)
 		}
 	}
+	read, filter, err := bindFilter(schema, tk.Cols, tk.Where)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	out := make(chan arrow.RecordBatch, 4)
@@ -181,7 +190,7 @@ func (s *Server) streamChanges(ctx context.Context, tk *ticket, stream flight.Fl
 		followers.Add(1)
 		go func() {
 			defer followers.Done()
-			errc <- t.Follow(ctx, r.Bucket, r.From, tk.Cols, out)
+			errc <- t.Follow(ctx, r.Bucket, r.From, read, out)
 		}()
 	}
 	defer drain(out, cancel, &followers)
@@ -198,9 +207,7 @@ func (s *Server) streamChanges(ctx context.Context, tk *ticket, stream flight.Fl
 	for {
 		select {
 		case rec := <-out:
-			err := w.Write(rec)
-			rec.Release()
-			if err != nil {
+			if err := s.sendChanges(w, rec, filter); err != nil {
 				return err
 			}
 		case err := <-errc:
@@ -214,6 +221,19 @@ func (s *Server) streamChanges(ctx context.Context, tk *ticket, stream flight.Fl
 			return status.Error(codes.Unavailable, "server shutting down: resume from the last offsets received")
 		}
 	}
+}
+
+// sendChanges writes rec, which it releases, or the rows of it that meet
+// filter; a record of which no row does is not sent.
+func (s *Server) sendChanges(w *flight.Writer, rec arrow.RecordBatch, filter *changesFilter) error {
+	if filter != nil {
+		var err error
+		if rec, err = filter.apply(rec, s.opts.Mem); err != nil || rec == nil {
+			return err
+		}
+	}
+	defer rec.Release()
+	return w.Write(rec)
 }
 
 // drain stops the followers and releases what they sent that was not

@@ -73,7 +73,8 @@ func startServer(t testing.TB, cfg serverConfig) *testServer {
 	if cfg.goMem {
 		storeMem = memory.NewGoAllocator()
 	}
-	store, err := tables.Open(ctx, cat, tables.Config{Dir: dir, Log: columnarlog.Options{FS: fs}, Mem: storeMem})
+	// No read cache: the tests check that streams leave the allocator at zero.
+	store, err := tables.Open(ctx, cat, tables.Config{Dir: dir, Log: columnarlog.Options{FS: fs}, Mem: storeMem, CacheBytes: -1})
 	if err != nil {
 		cat.Close()
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/lakestream/lakestream/planner"
 	"github.com/lakestream/lakestream/tables"
 )
 
@@ -25,6 +26,8 @@ type ticket struct {
 	Schema int32          `json:"schema,omitempty"`
 	Cols   []int          `json:"cols,omitempty"`
 	Ranges []tables.Range `json:"ranges,omitempty"`
+	// changes: the WHERE conditions, bound again on DoGet
+	Where []planner.Condition `json:"where,omitempty"`
 	// query
 	SQL string `json:"sql,omitempty"`
 	// prepared

@@ -23,6 +23,9 @@ type Changes struct {
 	// independent stream. Default 1: clients such as ADBC read endpoints
 	// one after the other, which never ends for an unbounded stream.
 	Endpoints int
+	// Where are the conditions of the WHERE clause, all of which a row
+	// must meet; nil means every row. Their columns need not be selected.
+	Where []Condition
 }
 
 var changesCall = regexp.MustCompile(`(?i)\bchanges\s*\(`)
@@ -33,9 +36,10 @@ var changesCall = regexp.MustCompile(`(?i)\bchanges\s*\(`)
 func mentionsChanges(sql string) bool { return changesCall.MatchString(sql) }
 
 // errUnboundedQuery explains what an unbounded stream supports.
-var errUnboundedQuery = fmt.Errorf("changes() is an unbounded stream: select columns from it " +
-	"(SELECT a, b, _offset FROM changes('t', 'latest')); WHERE, aggregates, ORDER BY, joins and " +
-	"subqueries over it are not supported — query the table or \"t$changelog\" for bounded results")
+var errUnboundedQuery = fmt.Errorf("changes() is an unbounded stream: select columns from it and " +
+	"filter them with simple conditions (SELECT a, _offset FROM changes('t', 'latest') WHERE a > 10 AND b = 'x'); " +
+	"aggregates, ORDER BY, LIMIT, joins and subqueries over it are not supported — query the table or " +
+	"\"t$changelog\" for bounded results")
 
 // parseChanges parses the subscription form; ok is false when sql is some
 // other statement.
@@ -78,6 +82,14 @@ func parseChanges(sql string) (*Changes, bool, error) {
 	}
 	if !s.punct(')') {
 		return nil, true, errUnboundedQuery
+	}
+	if s.keyword("where") {
+		where, err := s.where()
+		if err != nil {
+			return nil, true, err
+		}
+		c.Where = where
+		return c, true, nil
 	}
 	s.punct(';')
 	s.skipSpace()

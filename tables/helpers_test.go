@@ -33,8 +33,8 @@ type env struct {
 	logOpts columnarlog.Options // FS is set from fs
 	// cacheBytes is the store's decoded-column cache size (0: default).
 	cacheBytes int64
-	cat     *catalog.Catalog
-	store   *tables.Store
+	cat        *catalog.Catalog
+	store      *tables.Store
 }
 
 // newEnv opens a store over fs (nil: the OS filesystem in a temp dir) with
