@@ -173,13 +173,10 @@ type logPart struct {
 // projected on the encoded bytes and then decoded, from a goroutine that
 // stops when the stream is closed.
 func (p *logPart) Open(ctx context.Context) (scan.RecordStream, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	s := &recordStream{ch: make(chan streamItem, 2), cancel: cancel}
-	go func() {
-		defer close(s.ch)
+	return scan.Produce(ctx, 2, func(ctx context.Context, send func(arrow.RecordBatch) bool) error {
 		decode := p.decoder()
 		prune := p.plan.prune
-		err := p.plan.t.ReadBatches(ctx, p.r, func(b columnarlog.Batch) error {
+		return p.plan.t.ReadBatches(ctx, p.r, func(b columnarlog.Batch) error {
 			if prune != nil {
 				if ok, err := prune.mayMatch(b, p.r.Bucket); err != nil || !ok {
 					return err
@@ -189,50 +186,12 @@ func (p *logPart) Open(ctx context.Context) (scan.RecordStream, error) {
 			if err != nil {
 				return err
 			}
-			select {
-			case s.ch <- streamItem{rec: rec}:
-				return nil
-			case <-ctx.Done():
-				rec.Release()
+			if !send(rec) {
 				return ctx.Err()
 			}
+			return nil
 		})
-		if err != nil && !errors.Is(err, context.Canceled) {
-			select {
-			case s.ch <- streamItem{err: err}:
-			case <-ctx.Done():
-			}
-		}
-	}()
-	return s, nil
-}
-
-type streamItem struct {
-	rec arrow.RecordBatch
-	err error
-}
-
-type recordStream struct {
-	ch     chan streamItem
-	cancel context.CancelFunc
-}
-
-func (s *recordStream) Next() (arrow.RecordBatch, error) {
-	it, ok := <-s.ch
-	if !ok {
-		return nil, io.EOF
-	}
-	return it.rec, it.err
-}
-
-func (s *recordStream) Close() error {
-	s.cancel()
-	for it := range s.ch {
-		if it.rec != nil {
-			it.rec.Release()
-		}
-	}
-	return nil
+	}), nil
 }
 
 // decoder turns stored batches into records of the projected current

@@ -2,9 +2,7 @@ package tiering
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strings"
 
@@ -316,30 +314,16 @@ type lakePart struct {
 const lakeChunkRows = 128 << 10
 
 func (p *lakePart) Open(ctx context.Context) (scan.RecordStream, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	s := &lakeStream{ch: make(chan lakeItem, 2), cancel: cancel}
-	go func() {
-		defer close(s.ch)
-		send := func(it lakeItem) bool {
-			select {
-			case s.ch <- it:
-				return true
-			case <-ctx.Done():
-				if it.rec != nil {
-					it.rec.Release()
-				}
-				return false
-			}
-		}
+	return scan.Produce(ctx, 2, func(ctx context.Context, send func(arrow.RecordBatch) bool) error {
 		var err error
 		switch {
 		case p.out.NumFields() == 0:
 			// count(*): a data file's row count is in the manifest (the
 			// tables carry no delete files), no need to read it.
 			n := p.task.File.Count()
-			for off := int64(0); off < n && err == nil; off += lakeChunkRows {
-				if !send(lakeItem{rec: array.NewRecordBatch(p.out, nil, min(lakeChunkRows, n-off))}) {
-					return
+			for off := int64(0); off < n; off += lakeChunkRows {
+				if !send(array.NewRecordBatch(p.out, nil, min(lakeChunkRows, n-off))) {
+					return nil
 				}
 			}
 		case p.cacheable():
@@ -347,11 +331,11 @@ func (p *lakePart) Open(ctx context.Context) (scan.RecordStream, error) {
 		default:
 			err = p.stream(ctx, send)
 		}
-		if err != nil && !errors.Is(err, context.Canceled) {
-			send(lakeItem{err: fmt.Errorf("read lake file %s: %w", p.task.File.FilePath(), err)})
+		if err != nil {
+			return fmt.Errorf("read lake file %s: %w", p.task.File.FilePath(), err)
 		}
-	}()
-	return s, nil
+		return nil
+	}), nil
 }
 
 // cacheable says whether the part's columns go through the cache: whole
@@ -363,7 +347,7 @@ func (p *lakePart) cacheable() bool {
 }
 
 // stream reads the file and sends its records as they come.
-func (p *lakePart) stream(ctx context.Context, send func(lakeItem) bool) error {
+func (p *lakePart) stream(ctx context.Context, send func(arrow.RecordBatch) bool) error {
 	_, recs, err := p.scan.ReadTasks(ctx, []table.FileScanTask{p.task})
 	if err != nil {
 		return err
@@ -378,7 +362,7 @@ func (p *lakePart) stream(ctx context.Context, send func(lakeItem) bool) error {
 		if err != nil {
 			return err
 		}
-		if !send(lakeItem{rec: out}) {
+		if !send(out) {
 			return nil
 		}
 	}
@@ -387,7 +371,7 @@ func (p *lakePart) stream(ctx context.Context, send func(lakeItem) bool) error {
 
 // readCached sends the file's columns from the cache, reading the file
 // (all of the part's columns) once when one is missing.
-func (p *lakePart) readCached(ctx context.Context, send func(lakeItem) bool) error {
+func (p *lakePart) readCached(ctx context.Context, send func(arrow.RecordBatch) bool) error {
 	c := p.s.cache
 	file := p.s.fileID(p.task.File.FilePath())
 	cols := make([]arrow.Array, len(p.cols))
@@ -428,7 +412,7 @@ func (p *lakePart) readCached(ctx context.Context, send func(lakeItem) bool) err
 		for _, a := range slices {
 			a.Release()
 		}
-		if !send(lakeItem{rec: rec}) {
+		if !send(rec) {
 			return nil
 		}
 	}
@@ -481,32 +465,4 @@ func (p *lakePart) readWhole(ctx context.Context) ([]arrow.Array, error) {
 		whole[i] = a
 	}
 	return whole, nil
-}
-
-type lakeItem struct {
-	rec arrow.RecordBatch
-	err error
-}
-
-type lakeStream struct {
-	ch     chan lakeItem
-	cancel context.CancelFunc
-}
-
-func (s *lakeStream) Next() (arrow.RecordBatch, error) {
-	it, ok := <-s.ch
-	if !ok {
-		return nil, io.EOF
-	}
-	return it.rec, it.err
-}
-
-func (s *lakeStream) Close() error {
-	s.cancel()
-	for it := range s.ch {
-		if it.rec != nil {
-			it.rec.Release()
-		}
-	}
-	return nil
 }
