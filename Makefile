@@ -44,7 +44,7 @@ test-go: build venv
 # -rs prints why a test was skipped (test_jdbc.py without a JDK or Maven);
 # test_jdbc.py fetches the JDBC driver into .cache/jdbc on its first run.
 test-py: venv build
-	LAKESTREAM_BIN=$(CURDIR)/$(BIN) $(PY) -m pytest -q -rs -p no:cacheprovider tests/interop
+	LAKESTREAM_BIN=$(CURDIR)/$(BIN) $(PY) -m pytest -q -rs --tb=native -p no:cacheprovider tests/interop
 
 venv: $(VENV)/.installed
 

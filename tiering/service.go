@@ -74,6 +74,9 @@ type Service struct {
 type lakeTable struct {
 	t     *tables.Table
 	ident table.Identifier
+	// atStart is set for the tables open when the service started (not
+	// created since): one with a backlog tiers at once.
+	atStart bool
 
 	mu    sync.Mutex
 	state atomic.Pointer[lakeState]
@@ -104,9 +107,11 @@ func New(ctx context.Context, cat icecatalog.Catalog, store *tables.Store, cfg C
 		if !t.Def().Options.DatalakeEnabled {
 			continue
 		}
-		if _, err := s.open(ctx, t); err != nil {
+		lt, err := s.open(ctx, t)
+		if err != nil {
 			return nil, err
 		}
+		lt.atStart = true
 	}
 	store.SetDDLHook(s)
 	return s, nil
@@ -307,9 +312,9 @@ func (s *Service) Run(ctx context.Context) {
 func (s *Service) runTable(ctx context.Context, lt *lakeTable) {
 	id := lt.t.Def().ID
 	backoff := time.Second
-	// A table with a backlog (after a restart) tiers at once; a new one
-	// after its first freshness interval.
-	if st := lt.state.Load(); !hasBacklog(lt.t, st.offsets) {
+	// A table with a backlog at start (after a restart) tiers at once; a
+	// new one after its first freshness interval.
+	if st := lt.state.Load(); !lt.atStart || !hasBacklog(lt.t, st.offsets) {
 		select {
 		case <-ctx.Done():
 			return
