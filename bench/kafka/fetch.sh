@@ -11,6 +11,7 @@ dest=${1:?usage: fetch.sh DEST}
 here=$(cd "$(dirname "$0")" && pwd)
 command -v mvn >/dev/null || { echo "fetch.sh: mvn not found on PATH (apt-get install maven)" >&2; exit 1; }
 mkdir -p "$dest"
+dest=$(cd "$dest" && pwd) # Maven resolves a relative -DoutputDirectory against the pom's folder
 tmp=$(mktemp -d "$dest/jars.tmp.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 mvn -q -B -Dstyle.color=never -f "$here/pom.xml" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$tmp"
