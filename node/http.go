@@ -152,11 +152,16 @@ var statusTmpl = template.Must(template.New("status").Parse(`<!doctype html>
 <p>Flight SQL on <code>{{.Addr}}</code>, data in <code>{{.DataDir}}</code>. <a href="/metrics">metrics</a></p>
 <table><tr><th>table</th><th>bucket</th><th>start offset</th><th>committed offset</th><th>bytes</th><th>segments</th></tr>
 {{range .Rows}}<tr><td>{{.Table}}</td><td>{{.Bucket}}</td><td>{{.Start}}</td><td>{{.Committed}}</td><td>{{.Bytes}}</td><td>{{.Segments}}</td></tr>
-{{else}}<tr><td colspan="6">no tables yet</td></tr>{{end}}</table></body></html>`))
+{{else}}<tr><td colspan="6">no tables yet</td></tr>{{end}}</table>
+<h2>Lake</h2>
+<table><tr><th>table</th><th>bucket</th><th>tiered offset</th><th>log end</th><th>lag rows</th><th>lag</th><th>rounds</th><th>last error</th></tr>
+{{range .Lake}}<tr><td>{{.Table}}</td><td>{{.Bucket}}</td><td>{{.TieredOffset}}</td><td>{{.LogEnd}}</td><td>{{.LagRows}}</td><td>{{.Lag}}</td><td>{{.Rounds}}</td><td>{{.LastError}}</td></tr>
+{{else}}<tr><td colspan="8">no table tiers into the lake</td></tr>{{end}}</table></body></html>`))
 
 func (n *Node) statusPage(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	statusTmpl.Execute(w, map[string]any{
 		"Version": n.cfg.Version, "Addr": n.Addr(), "DataDir": n.cfg.DataDir, "Rows": n.bucketRows(r.Context()),
+		"Lake": n.lake.Status(),
 	})
 }

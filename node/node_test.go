@@ -165,6 +165,15 @@ func TestNodeTiersAndReportsLag(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
+	page, err := http.Get("http://" + n.HTTPAddr() + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	html, _ := io.ReadAll(page.Body)
+	page.Body.Close()
+	if !strings.Contains(string(html), "<h2>Lake</h2>") || !strings.Contains(string(html), "<td>default.t</td><td>1</td>") {
+		t.Errorf("the status page lacks the lake table:\n%s", html)
+	}
 	stop()
 	if err := <-done; err != nil {
 		t.Fatal(err)
