@@ -55,7 +55,7 @@ $(VENV)/.installed: tests/requirements.txt
 
 # The benchmark suite (docs/benchmarks.md): a node in-process against its
 # baselines; prints a table and writes bench/out/results.{json,html}.
-# bench is the quick version (about a minute and a half on 2 cores),
+# bench is the quick version (about three minutes on 2 cores, baselines included),
 # bench-full the larger one (about twelve minutes, four of them the lake
 # workloads). bench leaves out the tiering workload (1,000 tiering rounds
 # twice: two and a half minutes on its own); bench-full and bench-lake
