@@ -20,6 +20,9 @@
 //	   │               changes() subscriber, at a target rate and at the
 //	   │               highest sustainable rate, vs Kafka's produce ack →
 //	   │               record consumed (feeds.go)
+//	   ├ lake*.go      tiering throughput vs pqarrow, commit and plan time
+//	   │               over 1,000 rounds; union GROUP BY vs DuckDB on the
+//	   │               same Parquet files plus the tail (their own node)
 //	   ▼ report.go     table, results.json; html.go: results.html
 //
 // A baseline that is not selected or cannot start (Fluss is not assembled)
