@@ -222,16 +222,27 @@ func totalRows(recs []arrow.RecordBatch) int64 {
 // call per batch, and returns the wall time from the first call to the
 // last acknowledgement.
 func ingestAll(ctx context.Context, cls []*flightsql.Client, table string, recs []arrow.RecordBatch, prog *progress) (time.Duration, error) {
+	return sendAll(ctx, cls, recs, prog, func(ctx context.Context, cl *flightsql.Client, rec arrow.RecordBatch) error {
+		return ingestOne(ctx, cl, table, rec)
+	})
+}
+
+// sendAll sends recs round-robin over the writers, one send per batch, each
+// writer on a goroutine of its own, and returns the wall time from the
+// first send to the last acknowledgement; the first error stops them all.
+// Every system's ingest measurement runs through it, so they differ only in
+// their send.
+func sendAll[W any](ctx context.Context, writers []W, recs []arrow.RecordBatch, prog *progress, send func(context.Context, W, arrow.RecordBatch) error) (time.Duration, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
 	start := time.Now()
-	for wi, cl := range cls {
+	for wi, w := range writers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := wi; i < len(recs) && ctx.Err() == nil; i += len(cls) {
-				if err := ingestOne(ctx, cl, table, recs[i]); err != nil {
+			for i := wi; i < len(recs) && ctx.Err() == nil; i += len(writers) {
+				if err := send(ctx, w, recs[i]); err != nil {
 					cancel(err)
 					return
 				}

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -392,32 +391,11 @@ func kafkaProduceOne(ctx context.Context, cl *kgo.Client, topic string, rec arro
 }
 
 // kafkaIngestAll sends recs round-robin over the producers, one
-// ProduceSync per batch, and returns the wall time from the first record
-// to the last acknowledgement.
+// ProduceSync per batch (sendAll).
 func kafkaIngestAll(ctx context.Context, cls []*kgo.Client, topic string, recs []arrow.RecordBatch, prog *progress) (time.Duration, error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for wi, cl := range cls {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := wi; i < len(recs) && ctx.Err() == nil; i += len(cls) {
-				if err := kafkaProduceOne(ctx, cl, topic, recs[i]); err != nil {
-					cancel(err)
-					return
-				}
-				prog.add(recs[i].NumRows())
-			}
-		}()
-	}
-	wg.Wait()
-	d := time.Since(start)
-	if err := context.Cause(ctx); err != nil {
-		return 0, err
-	}
-	return d, nil
+	return sendAll(ctx, cls, recs, prog, func(ctx context.Context, cl *kgo.Client, rec arrow.RecordBatch) error {
+		return kafkaProduceOne(ctx, cl, topic, rec)
+	})
 }
 
 // kafkaConsume reads topic from its start with a client of its own (no

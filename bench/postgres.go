@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
 
@@ -199,35 +198,18 @@ func (p *pgServer) connectN(ctx context.Context, n int) ([]*pgx.Conn, func(), er
 }
 
 // pgIngestAll sends recs round-robin over the connections, one COPY per
-// batch, and returns the wall time from the first COPY to the last commit.
+// batch (sendAll).
 func pgIngestAll(ctx context.Context, conns []*pgx.Conn, table string, recs []arrow.RecordBatch, prog *progress) (time.Duration, error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for wi, c := range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := wi; i < len(recs) && ctx.Err() == nil; i += len(conns) {
-				n, err := c.CopyFrom(ctx, pgx.Identifier{table}, pgColumns, newPGRows(recs[i]))
-				if err == nil && n != recs[i].NumRows() {
-					err = fmt.Errorf("%d rows copied, %d sent", n, recs[i].NumRows())
-				}
-				if err != nil {
-					cancel(fmt.Errorf("postgres: copy into %s: %w", table, err))
-					return
-				}
-				prog.add(n)
-			}
-		}()
-	}
-	wg.Wait()
-	d := time.Since(start)
-	if err := context.Cause(ctx); err != nil {
-		return 0, err
-	}
-	return d, nil
+	return sendAll(ctx, conns, recs, prog, func(ctx context.Context, c *pgx.Conn, rec arrow.RecordBatch) error {
+		n, err := c.CopyFrom(ctx, pgx.Identifier{table}, pgColumns, newPGRows(rec))
+		if err == nil && n != rec.NumRows() {
+			err = fmt.Errorf("%d rows copied, %d sent", n, rec.NumRows())
+		}
+		if err != nil {
+			return fmt.Errorf("postgres: copy into %s: %w", table, err)
+		}
+		return nil
+	})
 }
 
 // pgRows feeds an events record to CopyFrom row by row (pgx's
