@@ -27,6 +27,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
 )
 
 // The round trip every catalog and warehouse must pass: create a namespace
@@ -41,7 +42,11 @@ type storageRow struct {
 
 var storageRows = []storageRow{{1, "ada"}, {2, "grace"}, {3, "barbara"}, {42, ""}}
 
-func storageRoundTrip(t *testing.T, cfg StorageConfig) {
+// storageRoundTrip creates a table in the catalog of cfg, appends rows,
+// reopens the catalog and reads them back; the table must be at wantLoc
+// (iceberg-go's own layout, <warehouse>/<namespace>.db/<table>, when "").
+// It returns the table as loaded after the reopen.
+func storageRoundTrip(t *testing.T, cfg StorageConfig, wantLoc string) *table.Table {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -59,7 +64,9 @@ func storageRoundTrip(t *testing.T, cfg StorageConfig) {
 	if err != nil {
 		t.Fatalf("create table: %v", err)
 	}
-	wantLoc := strings.TrimSuffix(cfg.Warehouse, "/") + "/default.db/events"
+	if wantLoc == "" {
+		wantLoc = strings.TrimSuffix(cfg.Warehouse, "/") + "/default.db/events"
+	}
 	if tbl.Location() != wantLoc {
 		t.Errorf("table location %q, want %q", tbl.Location(), wantLoc)
 	}
@@ -104,6 +111,7 @@ func storageRoundTrip(t *testing.T, cfg StorageConfig) {
 	if !slices.Equal(got, storageRows) {
 		t.Errorf("read back %v, want %v", got, storageRows)
 	}
+	return tbl
 }
 
 func openStorage(t *testing.T, ctx context.Context, cfg StorageConfig) catalog.Catalog {
@@ -174,7 +182,7 @@ func TestStorageSQLiteFileWarehouse(t *testing.T) {
 		Catalog:   "sqlite://" + filepath.Join(dir, "meta", "iceberg.db"),
 		Warehouse: "file://" + filepath.Join(dir, "warehouse"),
 	}
-	storageRoundTrip(t, cfg)
+	storageRoundTrip(t, cfg, "")
 
 	// Another process (pyiceberg) must be able to read the catalog while
 	// we hold it open: WAL, no exclusive lock.
@@ -264,7 +272,7 @@ func TestStorageS3Moto(t *testing.T) {
 			PathStyle:       true,
 		},
 	}
-	storageRoundTrip(t, cfg)
+	storageRoundTrip(t, cfg, "")
 
 	// The objects really are in the bucket, as path-style keys under wh/.
 	rsp, err = http.Get(endpoint + "/lake?list-type=2&prefix=wh/default.db/events/")
@@ -292,7 +300,7 @@ func TestStoragePostgres(t *testing.T) {
 	storageRoundTrip(t, StorageConfig{
 		Catalog:   uri,
 		Warehouse: "file://" + filepath.Join(t.TempDir(), "warehouse"),
-	})
+	}, "")
 }
 
 // postgresBinDir is where initdb and postgres are: on PATH, else
