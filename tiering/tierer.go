@@ -133,7 +133,6 @@ func (s *Service) tryRound(ctx context.Context, lt *lakeTable) (RoundResult, err
 	rdr := array.ReaderFromIter(t.Schema(), rows)
 	defer rdr.Release()
 	tx := tbl.NewTransaction()
-	summary[offsetsKey] = "" // set below, before the commit builds the summary
 	err := tx.Append(ctx, &summarizingReader{RecordReader: rdr, done: func() {
 		summary[offsetsKey] = formatOffsets(res.To)
 	}}, summary)
