@@ -4,8 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
 )
@@ -152,39 +157,138 @@ func (s *Service) Maintain(ctx context.Context, tableID int64, orphans bool) (Ma
 
 // compact rewrites each partition's small files into larger ones, in one
 // replace commit that keeps the rows (and so the tiered offsets) as they
-// are.
+// are. The rewrite is Lakestream's own so that the row maps of the files
+// (rowmap.go) are concatenated with their rows; files without one (written
+// by another engine) are left as they are.
 func (s *Service) compact(ctx context.Context, tbl *table.Table, m Maintenance) (*table.Table, int, error) {
 	tasks, err := tbl.Scan().PlanFiles(ctx)
 	if err != nil {
 		return tbl, 0, err
+	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return tbl, 0, err
+	}
+	// Only files with a row map are candidates.
+	maps := map[string]rowMap{}
+	mapped := tasks[:0:0]
+	for _, task := range tasks {
+		idx, err := s.fileIndex(fs, task.File.FilePath())
+		if err != nil {
+			return tbl, 0, err
+		}
+		if idx.rows != nil {
+			maps[task.File.FilePath()] = idx.rows
+			mapped = append(mapped, task)
+		}
 	}
 	cfg := compaction.DefaultConfig()
 	cfg.MinInputFiles = uint(m.CompactMinFiles)
 	cfg.MinFileSizeBytes = m.CompactSmallBytes
 	cfg.TargetFileSizeBytes = 4 * m.CompactSmallBytes
 	cfg.MaxFileSizeBytes = 8 * m.CompactSmallBytes
-	plan, err := cfg.PlanCompaction(tasks)
+	plan, err := cfg.PlanCompaction(mapped)
 	if err != nil || len(plan.Groups) == 0 {
 		return tbl, 0, err
 	}
-	groups := make([]table.CompactionTaskGroup, len(plan.Groups))
-	files := 0
-	for i, g := range plan.Groups {
-		groups[i] = table.CompactionTaskGroup{PartitionKey: g.PartitionKey, Tasks: g.Tasks, TotalSizeBytes: g.TotalSizeBytes}
-		files += len(g.Tasks)
+	w, err := newLakeWriter(ctx, tbl, s.cfg.Mem)
+	if err != nil {
+		return tbl, 0, err
+	}
+	var old []iceberg.DataFile
+	for _, g := range plan.Groups {
+		group := g.Tasks
+		// Rounds in log order, so that each output file's rows of a bucket
+		// are in offset order as they were.
+		slices.SortFunc(group, func(a, b table.FileScanTask) int {
+			ra, rb := maps[a.File.FilePath()][0], maps[b.File.FilePath()][0]
+			if ra.bucket != rb.bucket {
+				return int(ra.bucket - rb.bucket)
+			}
+			return compareInt(ra.offset, rb.offset)
+		})
+		for _, task := range group {
+			if err := s.copyLakeFile(ctx, fs, w, task.File, maps[task.File.FilePath()]); err != nil {
+				w.abort()
+				return tbl, 0, err
+			}
+			old = append(old, task.File)
+		}
+		// One group, one set of output files.
+		if err := w.closeAll(); err != nil {
+			w.abort()
+			return tbl, 0, err
+		}
+	}
+	added, err := w.finish()
+	if err != nil {
+		w.abort()
+		return tbl, 0, err
 	}
 	tx := tbl.NewTransaction()
-	if _, err := tx.RewriteDataFiles(ctx, groups, table.RewriteDataFilesOptions{}); err != nil {
+	if err := tx.ReplaceDataFilesWithDataFiles(ctx, old, added, nil, table.WithoutAutoNameMapping()); err != nil {
+		w.abort()
 		return tbl, 0, err
 	}
 	next, err := tx.Commit(ctx)
 	if errors.Is(err, table.ErrCommitFailed) {
+		w.abort()
 		return tbl, 0, nil // a concurrent commit; the next pass compacts
 	}
 	if err != nil {
 		return tbl, 0, err
 	}
-	return next, files, nil
+	return next, len(old), nil
+}
+
+// copyLakeFile writes the rows of data file df, whose row map is m, to w,
+// in its partition.
+func (s *Service) copyLakeFile(ctx context.Context, fs icebergio.IO, w *lakeWriter, df iceberg.DataFile, m rowMap) error {
+	part := df.Partition()
+	vals := make([]any, len(w.fields))
+	for i, f := range w.fields {
+		vals[i] = part[f.id]
+	}
+	f, err := fs.Open(df.FilePath())
+	if err != nil {
+		return fmt.Errorf("open lake file %s: %w", df.FilePath(), err)
+	}
+	pr, err := file.NewParquetReader(f)
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("open lake file %s: %w", df.FilePath(), err)
+	}
+	defer pr.Close()
+	ar, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: lakeRowGroupRows}, s.cfg.Mem)
+	if err != nil {
+		return fmt.Errorf("open lake file %s: %w", df.FilePath(), err)
+	}
+	rr, err := ar.GetRecordReader(ctx, nil, nil)
+	if err != nil {
+		return fmt.Errorf("read lake file %s: %w", df.FilePath(), err)
+	}
+	defer rr.Release()
+	var at int64
+	for rr.Next() {
+		rec, err := conformLakeRecord(rr.RecordBatch(), w.schema, s.cfg.Mem)
+		if err != nil {
+			return fmt.Errorf("read lake file %s: %w", df.FilePath(), err)
+		}
+		n := rec.NumRows()
+		err = w.writeRange(rec, m.slice(at, at+n), 0, int(n), vals)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+		at += n
+	}
+	if err := rr.Err(); err != nil {
+		return fmt.Errorf("read lake file %s: %w", df.FilePath(), err)
+	}
+	if at != m.rows() {
+		return fmt.Errorf("lake file %s: read %d rows, its row map has %d", df.FilePath(), at, m.rows())
+	}
+	return nil
 }
 
 // purge deletes the files of a dropped table.

@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
@@ -126,28 +123,32 @@ func (s *Service) tryRound(ctx context.Context, lt *lakeTable) (RoundResult, err
 			res.Truncated = true
 		}
 	}
-	// The snapshot summary is read when the append commits, after the rows
-	// went through; the offsets are filled in as each bucket is read.
-	summary := iceberg.Properties{}
-	rows := s.roundRecords(ctx, t, st.offsets, limits, res.To, &res.Rows)
-	rdr := array.ReaderFromIter(t.Schema(), rows)
-	defer rdr.Release()
-	tx := tbl.NewTransaction()
-	err := tx.Append(ctx, &summarizingReader{RecordReader: rdr, done: func() {
-		summary[offsetsKey] = formatOffsets(res.To)
-	}}, summary)
+	w, err := newLakeWriter(ctx, tbl, s.cfg.Mem)
 	if err != nil {
+		return res, fmt.Errorf("tier %s: %w", def.FullName(), err)
+	}
+	files, err := s.writeRound(ctx, t, w, st.offsets, limits, res.To, &res.Rows)
+	if err != nil {
+		if !errors.Is(err, errFault) {
+			w.abort()
+		}
 		return res, fmt.Errorf("tier %s: write: %w", def.FullName(), err)
 	}
 	if res.Rows == 0 {
 		return res, nil
+	}
+	tx := tbl.NewTransaction()
+	summary := iceberg.Properties{offsetsKey: formatOffsets(res.To)}
+	if err := tx.AddDataFiles(ctx, files, summary, table.WithoutDuplicateCheck(), table.WithoutAutoNameMapping()); err != nil {
+		w.abort()
+		return res, fmt.Errorf("tier %s: %w", def.FullName(), err)
 	}
 	if err := tx.SetProperties(iceberg.Properties{offsetsKey: formatOffsets(res.To)}); err != nil {
 		return res, err
 	}
 	if f := s.cfg.faults.beforeCommit; f != nil {
 		if err := f(); err != nil {
-			return res, err
+			return res, fmt.Errorf("%w: %w", errFault, err)
 		}
 	}
 	start := time.Now()
@@ -163,6 +164,7 @@ func (s *Service) tryRound(ctx context.Context, lt *lakeTable) (RoundResult, err
 		return res, fmt.Errorf("tier %s: commit: %w", def.FullName(), err)
 	}
 	if err != nil {
+		w.abort() // a clean conflict: nothing of this round is in the table
 		return res, err
 	}
 	if f := s.cfg.faults.afterCommit; f != nil {
@@ -176,67 +178,56 @@ func (s *Service) tryRound(ctx context.Context, lt *lakeTable) (RoundResult, err
 	return res, nil
 }
 
-// roundRecords yields the decoded rows of every bucket b's offsets
-// [from[b], limit[b]), whole batches only, and records in to[b] the offset
-// after the last batch it yielded and in rows their number.
-func (s *Service) roundRecords(ctx context.Context, t *tables.Table, from, limits, to []int64, rows *int64) iter.Seq2[arrow.RecordBatch, error] {
+// writeRound writes every bucket b's offsets [from[b], limit[b]) to w,
+// whole batches only, and records in to[b] the offset after the last batch
+// written and in rows their number. It returns the data files written.
+func (s *Service) writeRound(ctx context.Context, t *tables.Table, w *lakeWriter, from, limits, to []int64, rows *int64) ([]iceberg.DataFile, error) {
 	cols := make([]int, t.Schema().NumFields())
 	for i := range cols {
 		cols[i] = i
 	}
-	return func(yield func(arrow.RecordBatch, error) bool) {
-		stop := errors.New("stop")
-		for b := range from {
-			if limits[b] <= from[b] {
-				continue
-			}
-			r := tables.Range{Bucket: b, From: from[b], To: limits[b]}
-			err := t.ReadBatches(ctx, r, func(batch columnarlog.Batch) error {
-				rec, err := t.DecodeBatch(batch, cols)
-				if err != nil {
-					return err
-				}
-				to[b] = batch.NextOffset()
-				*rows += rec.NumRows()
-				if !yield(rec, nil) {
-					return stop
-				}
-				return nil
-			})
-			if errors.Is(err, stop) {
-				return
-			}
+	for b := range from {
+		if limits[b] <= from[b] {
+			continue
+		}
+		r := tables.Range{Bucket: b, From: from[b], To: limits[b]}
+		err := t.ReadBatches(ctx, r, func(batch columnarlog.Batch) error {
+			rec, err := t.DecodeBatch(batch, cols)
 			if err != nil {
-				yield(nil, err)
-				return
+				return err
 			}
-			if f := s.cfg.faults.midRound; f != nil {
-				if err := f(b); err != nil {
-					yield(nil, err)
-					return
-				}
+			defer rec.Release()
+			changes, err := batch.ChangeTypes()
+			if err != nil {
+				return err
+			}
+			lake, err := conformLakeRecord(rec, w.schema, s.cfg.Mem)
+			if err != nil {
+				return err
+			}
+			defer lake.Release()
+			if err := w.writeLog(lake, b, batch.BaseOffset(), batch.CommitTimestamp(), changes); err != nil {
+				return err
+			}
+			to[b] = batch.NextOffset()
+			*rows += rec.NumRows()
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if f := s.cfg.faults.midRound; f != nil {
+			if err := f(b); err != nil {
+				return nil, fmt.Errorf("%w: %w", errFault, err)
 			}
 		}
 	}
+	return w.finish()
 }
 
-// summarizingReader calls done once its records are exhausted, before the
-// append builds its snapshot summary.
-type summarizingReader struct {
-	array.RecordReader
-	done func()
-}
-
-func (r *summarizingReader) Next() bool {
-	if r.RecordReader.Next() {
-		return true
-	}
-	if r.RecordReader.Err() == nil && r.done != nil {
-		r.done()
-		r.done = nil
-	}
-	return false
-}
+// errFault marks the error of a test's fault hook: the round stops there
+// with no clean-up, as a crash would.
+var errFault = errors.New("fault injected")
 
 func equalOffsets(a, b []int64) bool {
 	if len(a) != len(b) {
