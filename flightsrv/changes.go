@@ -29,7 +29,7 @@ func (s *Server) changesInfo(ctx context.Context, c *planner.Changes, desc *flig
 	if err != nil {
 		return nil, err
 	}
-	starts, err := startOffsets(t, c)
+	starts, err := startOffsets(ctx, t, c)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func fieldIndexFold(s *arrow.Schema, name string) int {
 }
 
 // startOffsets resolves each bucket's first offset.
-func startOffsets(t *tables.Table, c *planner.Changes) ([]tables.Range, error) {
+func startOffsets(ctx context.Context, t *tables.Table, c *planner.Changes) ([]tables.Range, error) {
 	lg := t.Log()
 	n := lg.Buckets()
 	out := make([]tables.Range, n)
@@ -125,16 +125,18 @@ func startOffsets(t *tables.Table, c *planner.Changes) ([]tables.Range, error) {
 		}
 	}
 	for b := range out {
-		l := lg.Bucket(b)
-		st := l.Stats()
-		from := st.Start
+		st := lg.Bucket(b).Stats()
+		// The first readable offset: 0 when the lake's history serves what
+		// retention deleted from the log, else the log's retained start.
+		earliest := t.Earliest(b)
+		from := earliest
 		switch {
 		case c.StartTime:
-			off, err := l.OffsetForTime(at)
+			off, err := t.OffsetForTime(ctx, b, at)
 			if err != nil {
 				return nil, err
 			}
-			from = max(off, st.Start)
+			from = max(off, earliest)
 		case strings.EqualFold(c.Start, "latest"):
 			from = ends[b]
 		case listed != nil:
@@ -142,8 +144,8 @@ func startOffsets(t *tables.Table, c *planner.Changes) ([]tables.Range, error) {
 				from = off
 			}
 		}
-		if from < st.Start || from > ends[b] {
-			return nil, fmt.Errorf("changes(): bucket %d offset %d: the log holds [%d, %d): %w", b, from, st.Start, ends[b], columnarlog.ErrOffsetOutOfRange)
+		if from < earliest || from > ends[b] {
+			return nil, fmt.Errorf("changes(): bucket %d offset %d: the table holds [%d, %d) (the log [%d, %d)): %w", b, from, earliest, ends[b], st.Start, ends[b], columnarlog.ErrOffsetOutOfRange)
 		}
 		out[b] = tables.Range{Bucket: b, From: from, To: -1}
 	}

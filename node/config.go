@@ -10,6 +10,7 @@ import (
 	"net"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/lakestream/lakestream/catalog"
 	"github.com/lakestream/lakestream/columnarlog"
@@ -46,6 +47,10 @@ type Config struct {
 	// Cache is the size of the decoded-column cache of the log's fresh
 	// batches ("1GiB"); "off" or "0" disables it. Default "1GiB".
 	Cache string
+	// RetentionCheck is how often log retention runs: segments below the
+	// tiered offset and older than their table's log.retention are deleted
+	// then. Default 1m.
+	RetentionCheck time.Duration
 	// Version is reported by the server.
 	Version string
 	Logger  *slog.Logger
@@ -85,6 +90,9 @@ func (c *Config) EnsureDefaults() {
 	if c.Cache == "" {
 		c.Cache = "1GiB"
 	}
+	if c.RetentionCheck == 0 {
+		c.RetentionCheck = time.Minute
+	}
 	if c.Version == "" {
 		c.Version = "dev"
 	}
@@ -115,6 +123,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := c.cacheBytes(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.RetentionCheck < 0 {
+		errs = append(errs, fmt.Errorf("retention check %s: want a positive interval", c.RetentionCheck))
 	}
 	if c.DefaultBuckets < 1 || c.DefaultBuckets > 1024 {
 		errs = append(errs, fmt.Errorf("default buckets %d: want 1 to 1024", c.DefaultBuckets))

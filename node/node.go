@@ -5,12 +5,13 @@ import (
 
 	"errors"
 	"fmt"
-	icecatalog "github.com/apache/iceberg-go/catalog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"time"
+
+	icecatalog "github.com/apache/iceberg-go/catalog"
 
 	"github.com/lakestream/lakestream/catalog"
 	"github.com/lakestream/lakestream/columnarlog"
@@ -125,7 +126,7 @@ func (n *Node) Serve(ctx context.Context) error {
 	}
 	bg, stopBG := context.WithCancel(context.Background())
 	go n.flight.Expire(bg)
-	go n.store.RunRetention(bg, time.Minute)
+	go n.store.RunRetention(bg, n.cfg.RetentionCheck)
 	lakeDone := make(chan struct{})
 	go func() { n.lake.Run(bg); close(lakeDone) }()
 	n.cfg.Logger.Info("lakestream serving", "flight", n.Addr(), "http", n.HTTPAddr(), "data_dir", n.cfg.DataDir)

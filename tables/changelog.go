@@ -2,6 +2,7 @@ package tables
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -85,6 +86,10 @@ func withChangelogColumns(rec arrow.RecordBatch, b columnarlog.Batch, bucket int
 			}
 		}
 	}()
+	at, err := batchRows(b, bucket)
+	if err != nil {
+		return nil, err
+	}
 	j := 0
 	for i, c := range plan.cols {
 		if c < n {
@@ -93,7 +98,7 @@ func withChangelogColumns(rec arrow.RecordBatch, b columnarlog.Batch, bucket int
 			j++
 			continue
 		}
-		a, err := changelogColumn(c-n, b, bucket, rows, mem)
+		a, err := changelogColumn(c-n, at, rows, mem)
 		if err != nil {
 			return nil, err
 		}
@@ -102,20 +107,39 @@ func withChangelogColumns(rec arrow.RecordBatch, b columnarlog.Batch, bucket int
 	return array.NewRecordBatch(plan.schema, cols, int64(rows)), nil
 }
 
-func changelogColumn(which int, b columnarlog.Batch, bucket, rows int, mem memory.Allocator) (arrow.Array, error) {
+// rowsAt says where consecutive rows of a bucket were committed, for their
+// changelog columns: a log batch's header, or a run of the lake's history.
+type rowsAt struct {
+	bucket  int
+	offset  int64                  // of the first row
+	commit  int64                  // unix microseconds
+	changes []byte                 // per row, or nil: all change
+	change  columnarlog.ChangeType // when changes is nil
+	commits []int64                // per row, or nil: all commit
+}
+
+// batchRows is where batch b's rows were committed.
+func batchRows(b columnarlog.Batch, bucket int) (rowsAt, error) {
+	cts, err := b.ChangeTypes()
+	if err != nil {
+		return rowsAt{}, err
+	}
+	return rowsAt{bucket: bucket, offset: b.BaseOffset(), commit: b.CommitTimestamp(), changes: cts}, nil
+}
+
+func changelogColumn(which int, at rowsAt, rows int, mem memory.Allocator) (arrow.Array, error) {
 	switch which {
 	case 0:
-		cts, err := b.ChangeTypes()
-		if err != nil {
-			return nil, err
-		}
 		sb := array.NewStringBuilder(mem)
 		defer sb.Release()
 		sb.Reserve(rows)
 		for i := 0; i < rows; i++ {
-			ct := columnarlog.AppendOnly
-			if cts != nil {
-				ct = columnarlog.ChangeType(cts[i])
+			ct := at.change
+			if at.changes != nil {
+				ct = columnarlog.ChangeType(at.changes[i])
+			}
+			if int(ct) >= len(changeTypeNames) {
+				return nil, fmt.Errorf("unknown change type %d", ct)
 			}
 			sb.Append(changeTypeNames[ct])
 		}
@@ -125,7 +149,7 @@ func changelogColumn(which int, b columnarlog.Batch, bucket, rows int, mem memor
 		defer ib.Release()
 		ib.Reserve(rows)
 		for i := 0; i < rows; i++ {
-			ib.UnsafeAppend(int32(bucket))
+			ib.UnsafeAppend(int32(at.bucket))
 		}
 		return ib.NewArray(), nil
 	case 2:
@@ -133,7 +157,7 @@ func changelogColumn(which int, b columnarlog.Batch, bucket, rows int, mem memor
 		defer ob.Release()
 		ob.Reserve(rows)
 		for i := 0; i < rows; i++ {
-			ob.UnsafeAppend(b.BaseOffset() + int64(i))
+			ob.UnsafeAppend(at.offset + int64(i))
 		}
 		return ob.NewArray(), nil
 	}
@@ -141,7 +165,11 @@ func changelogColumn(which int, b columnarlog.Batch, bucket, rows int, mem memor
 	defer tb.Release()
 	tb.Reserve(rows)
 	for i := 0; i < rows; i++ {
-		tb.UnsafeAppend(arrow.Timestamp(b.CommitTimestamp()))
+		ts := at.commit
+		if at.commits != nil {
+			ts = at.commits[i]
+		}
+		tb.UnsafeAppend(arrow.Timestamp(ts))
 	}
 	return tb.NewArray(), nil
 }

@@ -2,6 +2,7 @@ package tables
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -14,7 +15,8 @@ import (
 // followed by _change_type, _bucket, _offset and _commit_timestamp.
 func (t *Table) ChangelogSchema() *arrow.Schema { return changelogSchema(t.Def().ArrowSchema()) }
 
-// Follow streams bucket's rows from offset from on, with the changelog
+// Follow streams bucket's rows from offset from on (from the table's
+// history first when the log no longer holds from), with the changelog
 // columns cols (indexes into ChangelogSchema), sending each decoded record
 // to out as soon as it is committed. It never ends on its own: it waits for
 // new commits (no polling) until ctx ends or the table is closed. out is
@@ -31,6 +33,15 @@ func (t *Table) Follow(ctx context.Context, bucket int, from int64, cols []int, 
 	part := &logPart{plan: p.(*logPlan), r: Range{Bucket: bucket}}
 	decode := part.decoder()
 	rd, err := l.NewReader(from)
+	for errors.Is(err, columnarlog.ErrOffsetOutOfRange) {
+		// Below the retained log: the history first, then the log from
+		// where the history ended (retention may have moved on meanwhile,
+		// then the history again).
+		if from, err = t.followHistory(ctx, bucket, from, cols, out, err); err != nil {
+			break
+		}
+		rd, err = l.NewReader(from)
+	}
 	if err != nil {
 		return fmt.Errorf("follow %s bucket %d: %w", t.Name(), bucket, err)
 	}

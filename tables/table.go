@@ -29,6 +29,8 @@ type Table struct {
 	// (nil until the tiering service has read it): log retention keeps
 	// every offset at or above it.
 	tiered atomic.Pointer[[]int64]
+	// history serves offsets the log no longer holds (history.go).
+	history atomic.Pointer[historyRef]
 }
 
 // SetTiered records each bucket's tiered offset: the offsets below it are

@@ -64,6 +64,8 @@ type Service struct {
 
 	// files numbers the lake's data files for the cache: path -> id.
 	files sync.Map
+	// footers are the lake files' footers read (history.go).
+	footers footerCache
 
 	mu     sync.Mutex
 	tables map[int64]*lakeTable // by Lakestream table id
@@ -129,6 +131,7 @@ func (s *Service) open(ctx context.Context, t *tables.Table) (*lakeTable, error)
 	}
 	lt.state.Store(st)
 	t.SetTiered(st.offsets)
+	t.SetHistory(history{s: s, lt: lt})
 	s.mu.Lock()
 	s.tables[def.ID] = lt
 	s.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -43,6 +44,7 @@ func loadConfig(args []string, env func(string) (string, bool)) (node.Config, er
 	fs.StringVar(&cfg.Sync, "sync", "always", "log durability: always (fsync before acknowledging) or never")
 	fs.IntVar(&cfg.DefaultBuckets, "default-buckets", 1, "bucket.num of tables that do not set it")
 	fs.StringVar(&cfg.Cache, "cache", "1GiB", `memory for decoded columns of the log's recently read batches ("off" disables)`)
+	fs.DurationVar(&cfg.RetentionCheck, "retention-check", time.Minute, "how often log retention deletes tiered segments older than their table's log.retention")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}

@@ -161,3 +161,81 @@ def test_where_filters_the_stream(server, conn):
     with pytest.raises(Exception) as e:
         query(conn, "SELECT id FROM changes('w', 'latest') WHERE id = 'abc'")
     assert "id = 'abc'" in str(e.value)
+
+
+def test_hand_off_from_the_lake(tmp_path):
+    """A subscription from before the retained log reads the lake first and
+    continues in the log: every row once, each bucket in offset order, the
+    same positions a log read gave; resume and timestamps work down there."""
+    from conftest import Server
+    srv = Server(tmp_path / "data", tmp_path / "server.log").start("--retention-check", "100ms")
+    try:
+        conn = flightsql.connect(srv.uri, autocommit=True)
+        query(conn, "CREATE TABLE h (id BIGINT NOT NULL, batch BIGINT) WITH ('bucket.num'='2', 'bucket.key'='id', "
+                    "'datalake.freshness'='1s', 'log.segment.bytes'='1MiB', 'log.retention'='1ms', "
+                    "'log.compression'='none')")
+        n = 10_000
+        for i in range(20):  # 200k rows, ~3 MB: a few segments a bucket
+            ingest(conn, "h", rows(i, n))
+        # Before retention: every row's position and commit time, from the log.
+        before = {r["id"]: r for r in query(conn, 'SELECT id, _bucket, _offset, _commit_timestamp FROM "h$changelog"').to_pylist()}
+        assert len(before) == 20 * n
+        deadline = time.monotonic() + 90
+        while True:  # tiering, then retention, run on their own schedule
+            starts = query(conn, 'SELECT _bucket, min(_offset) AS s FROM "h$changelog" GROUP BY _bucket').to_pylist()
+            if len(starts) == 2 and all(r["s"] > 0 for r in starts):
+                break
+            assert time.monotonic() < deadline, f"retention deleted no tiered segment: {starts}"
+            time.sleep(0.2)
+        start = {r["_bucket"]: r["s"] for r in starts}
+
+        out, ready = queue.Queue(), threading.Event()
+        threading.Thread(target=subscribe, daemon=True, args=(
+            srv.uri, "SELECT id, batch, _bucket, _offset, _commit_timestamp FROM changes('h', 'earliest')", out, ready)).start()
+        assert ready.wait(30)
+        got = collect(out, 20 * n, timeout=60)
+        ingest(conn, "h", rows(20, n))  # then the live log, with no gap
+        got += collect(out, n, timeout=60)
+        assert sorted(r["id"] for r in got) == list(range(21 * n))
+        for b in (0, 1):
+            offs = [r["_offset"] for r in got if r["_bucket"] == b]
+            assert offs == list(range(len(offs))), f"bucket {b}: offsets out of order or with gaps"
+        for r in got:
+            if r["id"] in before:
+                w = before[r["id"]]
+                assert (r["_bucket"], r["_offset"], r["_commit_timestamp"]) == \
+                    (w["_bucket"], w["_offset"], w["_commit_timestamp"])
+
+        # Resume from positions in the lake: exactly the later rows.
+        at = {b: start[b] // 2 for b in (0, 1)}
+        want = sorted(r["id"] for r in got if r["_offset"] >= at[r["_bucket"]])
+        out2, ready2 = queue.Queue(), threading.Event()
+        threading.Thread(target=subscribe, daemon=True, args=(
+            srv.uri, f"SELECT id FROM changes('h', '0:{at[0]},1:{at[1]}')", out2, ready2)).start()
+        assert ready2.wait(30)
+        assert sorted(r["id"] for r in collect(out2, len(want), timeout=60)) == want
+
+        # A timestamp in the lake's range starts each bucket at its first
+        # row committed then or later (pyarrow.flight, one endpoint each).
+        ts = sorted(w["_commit_timestamp"] for w in before.values())[len(before) // 4]
+        want_ts = sorted(r["id"] for r in got if r["_commit_timestamp"] >= ts)
+        client = fl.FlightClient(srv.uri)
+        info = client.get_flight_info(fl.FlightDescriptor.for_command(flight_sql_query(
+            f"SELECT id FROM changes('h', TIMESTAMP '{ts.strftime('%Y-%m-%d %H:%M:%S.%f')}', 2)")))
+        out3 = queue.Queue()
+
+        def read(ep):
+            try:
+                for chunk in client.do_get(ep.ticket):
+                    if chunk.data.num_rows:
+                        out3.put((time.perf_counter(), chunk.data.to_pylist()))
+            except fl.FlightError:
+                pass
+
+        for ep in info.endpoints:
+            threading.Thread(target=read, args=(ep,), daemon=True).start()
+        assert sorted(r["id"] for r in collect(out3, len(want_ts), timeout=60)) == want_ts
+        client.close()
+        conn.close()
+    finally:
+        srv.stop()
