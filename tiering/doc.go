@@ -7,7 +7,8 @@
 //
 //   - A Service runs one committer per table (tierer.go). A round reads
 //     each bucket's log from its tiered offset up to the committed end,
-//     writes Parquet data files through iceberg-go, and commits them together
+//     writes Parquet data files, one per partition, each with its row map
+//     in the footer (lakefile.go, rowmap.go), and commits them together
 //     with the new tiered offsets (table property and snapshot summary
 //     "lakestream.tiered-offsets") in one Iceberg commit. After a crash the
 //     offsets are read back from the table: files written by an uncommitted
@@ -17,5 +18,9 @@
 //     the snapshot plus the log ranges [O[b], H[b]).
 //   - The log keeps every segment at or above the tiered offset; below it,
 //     segments go once older than log.retention (tables.Store retention).
-//   - Maintenance (maintain.go) keeps commit and planning time flat.
+//   - A subscription that starts below the retained log reads the bucket's
+//     rows from the lake in offset order, placed by the files' row maps,
+//     then continues in the log (history.go, tables.History).
+//   - Maintenance (maintain.go) keeps commit and planning time flat; its
+//     compaction concatenates row maps with the rows.
 package tiering
