@@ -28,7 +28,7 @@ import (
 // a tiering Service over them. reopen drops the service and opens a new one
 // over the same files, as a restart after a crash would.
 type lakeEnv struct {
-	t     *testing.T
+	t     testing.TB
 	dir   string
 	cat   *catalog.Catalog
 	store *tables.Store
@@ -37,7 +37,7 @@ type lakeEnv struct {
 	cfg   Config
 }
 
-func newLakeEnv(t *testing.T, cfg Config) *lakeEnv {
+func newLakeEnv(t testing.TB, cfg Config) *lakeEnv {
 	t.Helper()
 	e := &lakeEnv{t: t, dir: t.TempDir(), cfg: cfg}
 	ctx := context.Background()
@@ -57,7 +57,7 @@ func newLakeEnv(t *testing.T, cfg Config) *lakeEnv {
 	return e
 }
 
-func openTestIceberg(t *testing.T, dir string) icecatalog.Catalog {
+func openTestIceberg(t testing.TB, dir string) icecatalog.Catalog {
 	t.Helper()
 	db, err := sql.Open("sqlite", filepath.Join(dir, "iceberg.db")+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
 	if err != nil {

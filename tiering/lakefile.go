@@ -31,6 +31,11 @@ const (
 	// lakeRowGroupRows bounds a row group: the unit a history read
 	// decodes, and row-group pruning's grain.
 	lakeRowGroupRows = 128 << 10
+	// lakeDictionaryBytes bounds a column chunk's dictionary: a column of
+	// (nearly) unique values falls back to plain encoding early instead of
+	// writing a dictionary as large as its values. (iceberg-go's 2 MiB
+	// limit has that effect on its 1M-row row groups, not on these.)
+	lakeDictionaryBytes = 128 << 10
 	// lakeTargetFileBytes rolls a partition's file over at this size.
 	lakeTargetFileBytes = 512 << 20
 )
@@ -395,10 +400,17 @@ func (w *lakeWriter) file(vals []any) (*lakeFile, error) {
 	}
 	w.paths = append(w.paths, p)
 	cw := &countingWriter{w: out}
+	// iceberg-go's defaults (as Append would write), but for smaller row
+	// groups and a smaller dictionary bound.
 	props := parquet.NewWriterProperties(
 		parquet.WithCompression(compress.Codecs.Zstd),
+		parquet.WithCompressionLevel(table.ParquetCompressionLevelDefault),
 		parquet.WithMaxRowGroupLength(lakeRowGroupRows),
+		parquet.WithDataPageSize(table.ParquetPageSizeBytesDefault),
+		parquet.WithDataPageVersion(parquet.DataPageV2),
+		parquet.WithBatchSize(table.ParquetPageRowLimitDefault),
 		parquet.WithDictionaryDefault(true),
+		parquet.WithDictionaryPageSizeLimit(lakeDictionaryBytes),
 		parquet.WithStats(true),
 		parquet.WithAllocator(w.mem),
 	)

@@ -197,7 +197,10 @@ func (s *Service) compact(ctx context.Context, tbl *table.Table, m Maintenance) 
 	}
 	var old []iceberg.DataFile
 	for _, g := range plan.Groups {
-		group := g.Tasks
+		group := sizeTiered(g.Tasks)
+		if len(group) < m.CompactMinFiles {
+			continue
+		}
 		// Rounds in log order, so that each output file's rows of a bucket
 		// are in offset order as they were.
 		slices.SortFunc(group, func(a, b table.FileScanTask) int {
@@ -220,6 +223,9 @@ func (s *Service) compact(ctx context.Context, tbl *table.Table, m Maintenance) 
 			return tbl, 0, err
 		}
 	}
+	if len(old) == 0 {
+		return tbl, 0, nil
+	}
 	added, err := w.finish()
 	if err != nil {
 		w.abort()
@@ -239,6 +245,28 @@ func (s *Service) compact(ctx context.Context, tbl *table.Table, m Maintenance) 
 		return tbl, 0, err
 	}
 	return next, len(old), nil
+}
+
+// sizeTiered picks the files of a compaction group to merge now: smallest
+// first, each while it is no larger than the files picked before it
+// together. New small files merge with each other, and with an earlier
+// compaction's product only once they add up to its size, so a byte is
+// rewritten about log2(table / round) times in all, rather than at every
+// pass while its file stays under the small-file size (rounds of a few
+// thousand rows make 16 MiB a long way off).
+func sizeTiered(tasks []table.FileScanTask) []table.FileScanTask {
+	tasks = slices.Clone(tasks)
+	slices.SortFunc(tasks, func(a, b table.FileScanTask) int {
+		return compareInt(a.File.FileSizeBytes(), b.File.FileSizeBytes())
+	})
+	var sum int64
+	for i, t := range tasks {
+		if i >= 2 && t.File.FileSizeBytes() > sum {
+			return tasks[:i]
+		}
+		sum += t.File.FileSizeBytes()
+	}
+	return tasks
 }
 
 // copyLakeFile writes the rows of data file df, whose row map is m, to w,

@@ -2,15 +2,18 @@ package tiering
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/lakestream/lakestream/internal/scan"
@@ -249,5 +252,39 @@ func TestLakeColumnsCached(t *testing.T) {
 	}
 	if rows != 3000 {
 		t.Fatalf("count(*) over the lake: %d rows", rows)
+	}
+}
+
+// Compaction merges small files with each other, and with an earlier
+// compaction's product only once they add up to its size.
+func TestSizeTieredCompaction(t *testing.T) {
+	task := func(size int64) table.FileScanTask {
+		b, err := iceberg.NewDataFileBuilder(*iceberg.UnpartitionedSpec, iceberg.EntryContentData,
+			fmt.Sprintf("file-%d.parquet", size), iceberg.ParquetFile, nil, nil, nil, 1, size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return table.FileScanTask{File: b.Build()}
+	}
+	sizes := func(ts []table.FileScanTask) (out []int64) {
+		for _, t := range ts {
+			out = append(out, t.File.FileSizeBytes())
+		}
+		return out
+	}
+	for _, c := range []struct{ in, want []int64 }{
+		{[]int64{100, 1, 1, 1, 1}, []int64{1, 1, 1, 1}},    // the big one waits
+		{[]int64{4, 1, 1, 2}, []int64{1, 1, 2, 4}},         // it is as large as the rest: merged
+		{[]int64{3, 5, 40, 1, 1}, []int64{1, 1}},           // 3 > 1+1: it waits, and the larger ones
+		{[]int64{7, 9}, []int64{7, 9}},                     // two are always merged
+		{[]int64{10, 10, 10, 10}, []int64{10, 10, 10, 10}}, // equal rounds
+	} {
+		ts := make([]table.FileScanTask, len(c.in))
+		for i, s := range c.in {
+			ts[i] = task(s)
+		}
+		if got := sizes(sizeTiered(ts)); !slices.Equal(got, c.want) {
+			t.Errorf("sizeTiered(%v) = %v, want %v", c.in, got, c.want)
+		}
 	}
 }
