@@ -107,7 +107,9 @@ func deleteTieredSegments(t *testing.T, e *lakeEnv, tbl *tables.Table) {
 // commit times the log had, across rounds, a compaction and several
 // buckets, and from any start.
 func TestHandOffFromLake(t *testing.T) {
-	e := newLakeEnv(t, Config{Maintenance: Maintenance{CompactMinFiles: 2, CompactSmallBytes: 64 << 20}})
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0) // rounds, compaction and history reads release what they allocate
+	e := newLakeEnv(t, Config{Mem: mem, Maintenance: Maintenance{CompactMinFiles: 2, CompactSmallBytes: 64 << 20}})
 	e.exec(`CREATE TABLE bars (id BIGINT NOT NULL, amount DOUBLE, kind VARCHAR)
 		WITH ('bucket.num'='2', 'bucket.key'='id', 'log.segment.bytes'='1MiB', 'log.retention'='1ms', 'log.compression'='none')`)
 	tbl := e.table("bars")
