@@ -1,8 +1,10 @@
 package columnarlog
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 
@@ -146,5 +148,96 @@ func TestTableLogDuplicateWrite(t *testing.T) {
 	}
 	if c := tl.Bucket(1).Committed(); c != 1 {
 		t.Fatalf("bucket 1 committed %d after a duplicate, want 1", c)
+	}
+}
+
+// A crash during a commit round can leave its record durable and some of
+// its data not, as the two are synced in parallel. Recovery falls back to
+// the record before, which is always whole; two records in a row that the
+// data does not reach are corruption.
+func TestTableLogRecoversFromUnfinishedRound(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		dangling int // records appended beyond the data
+		err      error
+	}{
+		{"one record past the data", 1, nil},
+		{"two records past the data", 2, ErrCorrupt},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fs := vfs.NewMem()
+			tl, err := OpenTable("/t", 2, memOpts(fs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tl.Append([][]Batch{{payload(t, 1, 3, 50)}, {payload(t, 1, 2, 50)}}); err != nil {
+				t.Fatal(err)
+			}
+			ends := append([]int64(nil), tl.CommittedEnds()...)
+			if err := tl.Close(); err != nil {
+				t.Fatal(err)
+			}
+			f, err := fs.OpenAppend("/t/" + commitFileName)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range c.dangling {
+				if _, err := f.Write(encodeCommit(int64(2+i), []int64{ends[0] + 4, ends[1]})); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := errors.Join(f.Sync(), f.Close()); err != nil {
+				t.Fatal(err)
+			}
+
+			tl2, err := OpenTable("/t", 2, memOpts(fs))
+			if !errors.Is(err, c.err) {
+				t.Fatalf("reopen: %v, want %v", err, c.err)
+			}
+			if err != nil {
+				return
+			}
+			defer tl2.Close()
+			if got := tl2.CommittedEnds(); !slices.Equal(got, ends) {
+				t.Errorf("recovered ends %v, want %v", got, ends)
+			}
+			if got := tableContents(t, tl2); len(got[1]) != 2 {
+				t.Errorf("write 1 in buckets %v, want both", got[1])
+			}
+		})
+	}
+}
+
+// After a clean close the commit file holds one record, so a bucket that
+// lost acknowledged data of the last write is corruption, not a round cut
+// by a crash.
+func TestTableLogLossAfterCleanCloseIsCorrupt(t *testing.T) {
+	fs := vfs.NewMem()
+	tl, err := OpenTable("/t", 2, memOpts(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := payload(t, 1, 3, 50)
+	for id := range int64(2) {
+		if _, err := tl.Append([][]Batch{{payload(t, id+1, 3, 50)}, {payload(t, id+1, 2, 50)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tl.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tl.Append([][]Batch{{payload(t, 3, 1, 10)}, nil}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("append after close: %v, want ErrClosed", err)
+	}
+	// Cut bucket 0 back to its first batch, as damage to the segment would.
+	f, err := fs.OpenAppend("/t/0/" + segmentName(0, logSuffix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(f.Truncate(int64(len(first))), f.Sync(), f.Close()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenTable("/t", 2, memOpts(fs)); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("reopen: %v, want ErrCorrupt", err)
 	}
 }
