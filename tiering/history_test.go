@@ -81,7 +81,7 @@ func follow(t *testing.T, tbl *tables.Table, bucket int, from, end int64) []chan
 
 // deleteTieredSegments applies retention until every bucket's log starts
 // above offset 0 (log.retention is tiny in these tests).
-func deleteTieredSegments(t *testing.T, e *lakeEnv, tbl *tables.Table) {
+func deleteTieredSegments(t testing.TB, e *lakeEnv, tbl *tables.Table) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
