@@ -14,7 +14,9 @@ import (
 //	          nobody under root); ingest (COPY) and query   — postgres.go
 //	kafka     Apache Kafka in KRaft mode, one broker+controller, assembled
 //	          from Maven Central jars; ingest and subscribe — kafka.go
-//	fluss     Apache Fluss: not assembled (flussMissing says why)
+//	fluss     Apache Fluss, a coordinator, a tablet server and ZooKeeper,
+//	          assembled from Maven Central jars, driven by a Java driver;
+//	          ingest and subscribe                          — fluss.go
 //
 // A baseline that is not selected, or that cannot start, is reported by
 // every workload that would have used it as missing, with the reason.
@@ -31,27 +33,18 @@ var baselineUsers = map[string][]string{
 var baselineTitles = map[string]string{
 	"postgres": "PostgreSQL",
 	"kafka":    "Apache Kafka (KRaft, producer acks=all)",
-	"fluss":    "Apache Fluss",
+	"fluss":    "Apache Fluss (log table, writer acks=all)",
 }
 
 // baselineSystems name the baselines in figures and ratios.
 var baselineSystems = map[string]string{"postgres": "postgresql", "kafka": "kafka", "fluss": "fluss"}
-
-// flussMissing is why Fluss is not measured. Checked on 2026-11-29: the
-// server resolves from Maven Central (org.apache.fluss:fluss-server
-// 0.9.1-incubating; 0.7.0, 0.8.0-incubating and 0.9.0-incubating do not),
-// but it needs a ZooKeeper beside its coordinator and tablet servers, and
-// the only Go client is a third-party beta (github.com/pletorco/fluss-go,
-// v0.1.0-beta.*, for 0.9.1); the official clients are Java and Rust.
-const flussMissing = "not assembled: the server jars resolve from Maven Central (org.apache.fluss:fluss-server:0.9.1-incubating), " +
-	"but Fluss also needs ZooKeeper, and has no Go client but a third-party beta (github.com/pletorco/fluss-go); " +
-	"driving it from this harness is not built yet"
 
 // baselines are the running baselines; a nil server is missing, and why
 // says the reason.
 type baselines struct {
 	pg    *pgServer
 	kafka *kafkaServer
+	fluss *flussServer
 	why   map[string]string
 }
 
@@ -95,7 +88,11 @@ func startBaselines(ctx context.Context, cfg Config, prog *progress) (b *baselin
 				prog.logf("Kafka %s on %s", b.kafka.version, b.kafka.addr)
 			}
 		case "fluss":
-			err = errors.New(flussMissing)
+			prog.logf("starting Fluss (jars in %s)", cfg.FlussDir)
+			if b.fluss, err = startFluss(ctx, cfg, prog); err == nil {
+				stops = append(stops, b.fluss.stop)
+				prog.logf("Fluss %s on %s", b.fluss.version, b.fluss.bootstrap())
+			}
 		}
 		if err != nil {
 			b.why[name] = err.Error()

@@ -47,9 +47,9 @@ func TestShortRun(t *testing.T) {
 		}
 	}
 	checkBaselines(t, rep)
-	// PostgreSQL starts in seconds wherever its binaries are; Kafka runs
-	// only when its jars are cached (the short mode does not fetch them);
-	// Fluss is never assembled. Either way each is reported.
+	// PostgreSQL starts in seconds wherever its binaries are; Kafka and
+	// Fluss run only when their jars are cached (the short mode does not
+	// fetch them). Either way each is reported.
 	if fileExists(filepath.Join(postgresBinDir(), "initdb")) {
 		wantRatio(t, rep, "ingest", "postgresql")
 		wantRatio(t, rep, "query", "postgresql")
@@ -57,6 +57,10 @@ func TestShortRun(t *testing.T) {
 	if _, _, err := kafkaJars(defaultKafkaDir()); err == nil {
 		wantRatio(t, rep, "ingest", "kafka")
 		wantRatio(t, rep, "subscribe", "kafka")
+	}
+	if _, _, err := flussJars(defaultCacheDir("fluss")); err == nil {
+		wantRatio(t, rep, "ingest", "fluss")
+		wantRatio(t, rep, "subscribe", "fluss")
 	}
 	checkFiles(t, out)
 	t.Logf("progress:\n%s", progress.String())
@@ -68,7 +72,7 @@ func TestShortRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("report:\n%s", text.String())
-	for _, want := range []string{"INGEST", "lakestream / ceiling", "lakestream / duckdb", "p99", "Apache Fluss: missing: not assembled"} {
+	for _, want := range []string{"INGEST", "lakestream / ceiling", "lakestream / duckdb", "p99"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, text.String())
 		}
@@ -105,13 +109,14 @@ func wantRatio(t *testing.T, rep *Report, w, system string) {
 }
 
 // TestBaselinesMissing: a baseline that is not selected, or that cannot
-// start (here Kafka, without jars in the short mode, which does not fetch
-// them), is reported as missing with the reason, and the run goes on.
+// start (here Kafka and Fluss, without jars in the short mode, which does
+// not fetch them), is reported as missing with the reason, and the run goes
+// on.
 func TestBaselinesMissing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	jars := t.TempDir()
-	rep, err := Run(ctx, Config{Short: true, Workloads: []string{"ingest"}, Baselines: []string{"kafka"}, KafkaDir: jars})
+	rep, err := Run(ctx, Config{Short: true, Workloads: []string{"ingest"}, Baselines: []string{"kafka", "fluss"}, KafkaDir: jars, FlussDir: jars})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +125,7 @@ func TestBaselinesMissing(t *testing.T) {
 	for _, m := range rep.Workloads[0].Missing {
 		why[m.Baseline] = m.Reason
 	}
-	for b, want := range map[string]string{"postgres": "not selected", "kafka": "jars not cached in " + jars, "fluss": "not selected"} {
+	for b, want := range map[string]string{"postgres": "not selected", "kafka": "jars not cached in " + jars, "fluss": "jars not cached in " + jars} {
 		if got := why[baselineTitles[b]]; !strings.Contains(got, want) {
 			t.Errorf("%s: missing reason %q, want it to say %q", b, got, want)
 		}

@@ -75,6 +75,12 @@ type Config struct {
 	// missing instead. Default: .cache/kafka at the root of the source tree
 	// when run inside it, else lakestream/kafka in the user cache dir.
 	KafkaDir string
+	// FlussDir caches the Fluss jars (in FlussDir/jars, fetched as the
+	// Kafka jars are: bench/fluss/fetch.sh, not in Short mode) and the
+	// compiled driver (FlussDir/driver-<hash of Driver.java>). Default:
+	// .cache/fluss at the root of the source tree when run inside it, else
+	// lakestream/fluss in the user cache dir.
+	FlussDir string
 	// Short selects the smoke-test defaults above.
 	Short bool
 	// Progress receives a live progress line: updated in place with
@@ -138,6 +144,9 @@ func (c *Config) EnsureDefaults() {
 	}
 	if c.KafkaDir == "" {
 		c.KafkaDir = defaultKafkaDir()
+	}
+	if c.FlussDir == "" {
+		c.FlussDir = defaultCacheDir("fluss")
 	}
 	if c.LakeRounds == 0 {
 		c.LakeRounds = pick(1000, 60)

@@ -5,11 +5,13 @@
 //
 //	Run(ctx, Config) ─► one in-process node (127.0.0.1:0, a temp data dir),
 //	   │                one ceiling server (ceiling.go), and the baselines'
-//	   │                servers (baselines.go: postgres.go, kafka.go; their
+//	   │                servers (baselines.go: postgres.go, kafka.go,
+//	   │                fluss.go with its Java driver, fluss_driver.go; their
 //	   │                own processes, process groups stopped at the end)
 //	   ├ ingest.go     ADBC bulk ingest (flightsql ExecuteIngest), N writers,
 //	   │               per batch size, vs the ceiling discarding DoPut data,
-//	   │               PostgreSQL COPY and Kafka produce (acks=all)
+//	   │               PostgreSQL COPY, Kafka produce and Fluss append
+//	   │               (acks=all)
 //	   ├ scan.go       fresh log scan, every endpoint, client decodes, vs the
 //	   │               ceiling streaming the same records (plain and encoded
 //	   │               with the table's codec)
@@ -19,14 +21,15 @@
 //	   ├ subscribe.go  end-to-end latency, ingest ack → row received by a
 //	   │               changes() subscriber, at a target rate and at the
 //	   │               highest sustainable rate, vs Kafka's produce ack →
-//	   │               record consumed (feeds.go)
+//	   │               record consumed (feeds.go) and Fluss's append ack →
+//	   │               row polled
 //	   ├ lake*.go      tiering throughput vs pqarrow, commit and plan time
 //	   │               over 1,000 rounds; union GROUP BY vs DuckDB on the
 //	   │               same Parquet files plus the tail (their own node)
 //	   ▼ report.go     table, results.json; html.go: results.html
 //
-// A baseline that is not selected or cannot start (Fluss is not assembled)
-// is listed in the report as missing with the reason, never left out.
+// A baseline that is not selected or cannot start (its jars not cached in
+// the short mode, say) is listed in the report as missing with the reason, never left out.
 //
 // bench is a library: `lakestream bench` (cmd/lakestream/bench.go) only binds
 // flags to Config. It talks to the node only as a client does, over Flight

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -11,11 +12,34 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// feed is one system under the subscription workload: Lakestream over
-// Flight SQL, or a baseline. measureRate drives every feed the same way.
-type feed interface {
+// subscribeSide is one system under the subscription workload: a feed,
+// which measureRate drives, or a selfTimed side, which measures a rate
+// itself.
+type subscribeSide interface {
 	// system names it in the figures.
 	system() string
+}
+
+// selfTimed measures a rate on its own: the Fluss driver (fluss_driver.go),
+// whose writers and subscriber share a JVM and its clock, in the way
+// measureRate does.
+type selfTimed interface {
+	subscribeSide
+	measureRate(ctx context.Context, e *env, rate int, d time.Duration, label string) (*rateResult, error)
+}
+
+// measureSide measures rate on s for d.
+func measureSide(ctx context.Context, e *env, s subscribeSide, rate int, d time.Duration, label string) (*rateResult, error) {
+	if st, ok := s.(selfTimed); ok {
+		return st.measureRate(ctx, e, rate, d, label)
+	}
+	return measureRate(ctx, e, s.(feed), rate, d, label)
+}
+
+// feed is a system that measureRate drives: Lakestream over Flight SQL,
+// or Kafka, every one the same way.
+type feed interface {
+	subscribeSide
 	// open creates a fresh stream (a table, a topic) and starts a
 	// subscription to it, from its start, that notes rows in sub.
 	open(ctx context.Context, sub *subscriber) (stream string, err error)

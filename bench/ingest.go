@@ -105,6 +105,12 @@ func ingestSides(ctx context.Context, e *env, w *WorkloadReport) (sides []ingest
 		}})
 		w.About += fmt.Sprintf("; Kafka %s: one record per row, one ProduceSync (acks=all) per batch", k.version)
 	}
+	if fl := e.base.fluss; fl != nil {
+		sides = append(sides, ingestSide{system: baselineSystems["fluss"], ingest: func(ctx context.Context, recs []arrow.RecordBatch, label string) (time.Duration, error) {
+			return fl.ingest(ctx, e, recs, label)
+		}})
+		w.About += fmt.Sprintf("; Fluss %s: a log table, one append per row and a flush (acks=all) per batch, by the Java client", fl.version)
+	}
 	return sides, closeAll, nil
 }
 

@@ -78,14 +78,18 @@ type kafkaServer struct {
 	adm     *kadm.Client
 }
 
-// defaultKafkaDir is Config.KafkaDir's default: .cache/kafka at the root of
-// the source tree (found from the working directory up: go.mod beside
-// bench/kafka/pom.xml), else lakestream/kafka in the user cache dir.
-func defaultKafkaDir() string {
+// defaultKafkaDir is Config.KafkaDir's default: defaultCacheDir("kafka").
+func defaultKafkaDir() string { return defaultCacheDir("kafka") }
+
+// defaultCacheDir is where a baseline's jars are cached by default:
+// .cache/<name> at the root of the source tree (found from the working
+// directory up: go.mod beside bench/<name>/pom.xml), else lakestream/<name>
+// in the user cache dir.
+func defaultCacheDir(name string) string {
 	if wd, err := os.Getwd(); err == nil {
 		for d := wd; ; d = filepath.Dir(d) {
-			if fileExists(filepath.Join(d, "go.mod")) && fileExists(filepath.Join(d, "bench", "kafka", "pom.xml")) {
-				return filepath.Join(d, ".cache", "kafka")
+			if fileExists(filepath.Join(d, "go.mod")) && fileExists(filepath.Join(d, "bench", name, "pom.xml")) {
+				return filepath.Join(d, ".cache", name)
 			}
 			if filepath.Dir(d) == d {
 				break
@@ -93,9 +97,9 @@ func defaultKafkaDir() string {
 		}
 	}
 	if c, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(c, "lakestream", "kafka")
+		return filepath.Join(c, "lakestream", name)
 	}
-	return filepath.Join(".cache", "kafka")
+	return filepath.Join(".cache", name)
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
@@ -111,15 +115,16 @@ func kafkaJars(dir string) (jars, version string, err error) {
 	return jars, strings.TrimSuffix(strings.TrimPrefix(filepath.Base(m[0]), "kafka_2.13-"), ".jar"), nil
 }
 
-// fetchKafka runs the embedded fetch.sh (Maven) into dir.
-func fetchKafka(ctx context.Context, dir string, prog *progress) error {
-	tmp, err := os.MkdirTemp("", "lakestream-kafka-fetch-")
+// fetchJars runs the embedded <name>/fetch.sh (Maven) of a baseline into
+// dir, with its pom.xml beside it.
+func fetchJars(ctx context.Context, files embed.FS, name, dir string, prog *progress) error {
+	tmp, err := os.MkdirTemp("", "lakestream-"+name+"-fetch-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
 	for _, f := range []string{"pom.xml", "fetch.sh"} {
-		b, err := kafkaFetchFiles.ReadFile("kafka/" + f)
+		b, err := files.ReadFile(name + "/" + f)
 		if err != nil {
 			return err
 		}
@@ -131,12 +136,12 @@ func fetchKafka(ctx context.Context, dir string, prog *progress) error {
 	if err != nil {
 		return err
 	}
-	prog.logf("fetching the Kafka jars from Maven Central into %s (once)", abs)
+	prog.logf("fetching the %s jars from Maven Central into %s (once)", name, abs)
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "bash", filepath.Join(tmp, "fetch.sh"), abs).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("fetch the jars (bench/kafka/fetch.sh %s): %v: %s", abs, err, tailOf(out, 1500))
+		return fmt.Errorf("fetch the jars (bench/%s/fetch.sh %s): %v: %s", name, abs, err, tailOf(out, 1500))
 	}
 	return nil
 }
@@ -171,7 +176,7 @@ func ensureKafkaJars(ctx context.Context, cfg Config, prog *progress) (jars, ver
 	case cfg.Short:
 		return "", "", fmt.Errorf("%w; the short mode does not fetch them: run `bash bench/kafka/fetch.sh %s`, or lakestream bench without -short", err, cfg.KafkaDir)
 	}
-	if err := fetchKafka(ctx, cfg.KafkaDir, prog); err != nil {
+	if err := fetchJars(ctx, kafkaFetchFiles, "kafka", cfg.KafkaDir, prog); err != nil {
 		return "", "", err
 	}
 	return kafkaJars(cfg.KafkaDir)

@@ -28,10 +28,15 @@ type server struct {
 }
 
 // startServer starts cmd as cred (nil: as this process) in a new process
-// group; stop sends sig to the group, then SIGKILL after stopGrace.
+// group; stop sends sig to the group, then SIGKILL after stopGrace. Its
+// output goes to the tail buffer, except a Stdout the caller set (the
+// Fluss driver's replies).
 func startServer(name string, cmd *exec.Cmd, cred *syscall.Credential, sig syscall.Signal) (*server, error) {
 	s := &server{name: name, cmd: cmd, out: &tailBuffer{max: 64 << 10}, exited: make(chan struct{}), stopSg: sig}
-	cmd.Stdout, cmd.Stderr = s.out, s.out
+	if cmd.Stdout == nil {
+		cmd.Stdout = s.out
+	}
+	cmd.Stderr = s.out
 	// Pdeathsig: should this process die without stopping it (a go test
 	// timeout, SIGKILL), the kernel kills the server; postgres's backends
 	// then see their postmaster gone and exit.

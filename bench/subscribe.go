@@ -26,7 +26,10 @@ import (
 // The Kafka baseline (kafka.go) is measured the same way, run by run beside
 // Lakestream at each measured rate: producers send each batch's rows with
 // ProduceSync (acks=all), which returns once all are acknowledged; a direct
-// consumer of the topic notes each row as PollFetches returns it.
+// consumer of the topic notes each row as PollFetches returns it. The
+// Fluss baseline (fluss_driver.go) runs the same schedule in its Java
+// driver and hands back the raw times, from which latencies computes the
+// same percentiles.
 //
 // A rate is sustainable when the writers kept the schedule (the rows went
 // out at >= 95% of the rate) and the subscriber had every row within 1 s of
@@ -85,7 +88,7 @@ func runSubscribe(ctx context.Context, e *env) (*WorkloadReport, error) {
 	}
 	defer closeCls()
 	lake := &lakeFeed{e: e, cls: cls}
-	feeds := []feed{lake}
+	feeds := []subscribeSide{lake}
 	if k := e.base.kafka; k != nil {
 		prods, closeProds, err := k.producers(cfg.Writers)
 		if err != nil {
@@ -94,6 +97,10 @@ func runSubscribe(ctx context.Context, e *env) (*WorkloadReport, error) {
 		defer closeProds()
 		feeds = append(feeds, &kafkaFeed{k: k, prods: prods})
 		w.About += fmt.Sprintf("; Kafka %s: ProduceSync (acks=all) returns → record polled by a direct consumer, same rows, rate and batches", k.version)
+	}
+	if fl := e.base.fluss; fl != nil {
+		feeds = append(feeds, &flussFeed{f: fl})
+		w.About += fmt.Sprintf("; Fluss %s: append + flush (acks=all) returns → row polled by a log scanner, same rows, rate and batches, timed in the Java driver", fl.version)
 	}
 	best, err := searchRate(ctx, e, lake, w)
 	if err != nil {
@@ -130,7 +137,7 @@ var latencyRatios = []string{"p50", "p99", "p99.9", "p50 from call", "p99 from c
 // measureRuns measures rate Config.Runs times on every feed, rotating
 // which goes first, and adds their figures and the ratios of Lakestream's
 // latencies to each baseline's.
-func measureRuns(ctx context.Context, e *env, feeds []feed, w *WorkloadReport, rate int, group string) error {
+func measureRuns(ctx context.Context, e *env, feeds []subscribeSide, w *WorkloadReport, rate int, group string) error {
 	cfg := e.cfg
 	series := make([][][]float64, len(feeds)) // feed, latencySeries, run
 	achieved := make([][]float64, len(feeds))
@@ -142,7 +149,7 @@ func measureRuns(ctx context.Context, e *env, feeds []feed, w *WorkloadReport, r
 		for j := range feeds {
 			fi := (run - 1 + j) % len(feeds)
 			f := feeds[fi]
-			r, err := measureRate(ctx, e, f, rate, cfg.Duration, fmt.Sprintf("run %d/%d", run, cfg.Runs))
+			r, err := measureSide(ctx, e, f, rate, cfg.Duration, fmt.Sprintf("run %d/%d", run, cfg.Runs))
 			if err != nil {
 				return fmt.Errorf("%s: %w", f.system(), err)
 			}

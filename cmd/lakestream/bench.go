@@ -58,6 +58,7 @@ func benchConfig(args []string) (bench.Config, error) {
 	fs.StringVar(&cfg.OutDir, "out", "bench-results", `directory for results.json and results.html ("" writes none)`)
 	baselines := fs.String("baselines", strings.Join(bench.Baselines, ","), `baselines to start and measure against, comma-separated, or "none"; the others are reported missing`)
 	fs.StringVar(&cfg.KafkaDir, "kafka-dir", "", "cache of the Kafka jars, fetched with Maven when absent (default .cache/kafka in the source tree)")
+	fs.StringVar(&cfg.FlussDir, "fluss-dir", "", "cache of the Fluss jars and driver, fetched with Maven when absent (default .cache/fluss in the source tree)")
 	fs.BoolVar(&cfg.Short, "short", false, "smoke-test sizes: seconds, for correctness, not figures")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: lakestream bench [flags]\n\nRuns the benchmark suite (docs/benchmarks.md) against an in-process node and its baselines.\n\nflags:")
