@@ -26,7 +26,8 @@ import (
 //   - DoPut decodes the stream with flight.NewRecordReader, counts the rows,
 //     throws them away and answers as a Flight SQL server answers bulk
 //     ingest (one PutResult holding a DoPutUpdateResult), so the client's
-//     ExecuteIngest runs unchanged against it.
+//     ExecuteIngest runs unchanged against it; a plain DoPut (a PATH
+//     descriptor) gets the row count in decimal, as from a node.
 //   - DoGet "plain:i" writes stream i of the scan records from memory with
 //     flight.NewRecordWriter, uncompressed; "encoded:i" sends the same
 //     records encoded once, up front, with the table's codec (what the log
@@ -49,12 +50,17 @@ func (c *ceiling) DoPut(stream flight.FlightService_DoPutServer) error {
 		return err
 	}
 	defer rdr.Release()
+	desc := rdr.LatestFlightDescriptor() // the schema message's
 	var n int64
 	for rdr.Next() {
 		n += rdr.RecordBatch().NumRows()
 	}
 	if err := rdr.Err(); err != nil {
 		return err
+	}
+	if desc.GetType() == flight.DescriptorPATH {
+		// A plain DoPut: answered as a Lakestream node answers it.
+		return stream.Send(&flight.PutResult{AppMetadata: strconv.AppendInt(nil, n, 10)})
 	}
 	meta, err := proto.Marshal(&pb.DoPutUpdateResult{RecordCount: n})
 	if err != nil {

@@ -31,16 +31,20 @@ var appendMode = &flightsql.TableDefinitionOptions{
 func runIngest(ctx context.Context, e *env) (*WorkloadReport, error) {
 	cfg := e.cfg
 	w := &WorkloadReport{Name: "ingest", About: fmt.Sprintf(
-		"bulk ingest (Flight SQL ExecuteIngest, one batch per call) of %s rows into a %d-bucket table by %d concurrent writers; "+
+		"bulk ingest (Flight SQL ExecuteIngest, one batch per call) of %s rows into a %d-bucket table by %d concurrent writers, "+
+			"and the same batches by plain Flight DoPut (a PATH descriptor, one DoPut per batch); "+
 			"ceiling: an arrow-go Flight server that decodes and discards DoPut data, fed by the same client code",
 		human(float64(cfg.Rows)), tableBuckets, cfg.Writers)}
-	sides, closeSides, err := ingestSides(ctx, e, w)
+	sides, plain, closeSides, err := ingestSides(ctx, e, w)
 	defer closeSides()
 	if err != nil {
 		return nil, err
 	}
 	for _, bs := range cfg.BatchRows {
-		if err := ingestBatchSize(ctx, e, w, bs, sides); err != nil {
+		if err := ingestBatchSize(ctx, e, w, bs, "", sides); err != nil {
+			return nil, err
+		}
+		if err := ingestBatchSize(ctx, e, w, bs, ", plain DoPut", plain); err != nil {
 			return nil, err
 		}
 	}
@@ -58,8 +62,10 @@ type ingestSide struct {
 }
 
 // ingestSides are Lakestream, then the ceiling and every running baseline,
-// each with Config.Writers connections; closeAll closes them.
-func ingestSides(ctx context.Context, e *env, w *WorkloadReport) (sides []ingestSide, closeAll func(), err error) {
+// each with Config.Writers connections, ingesting through ADBC; and plain,
+// Lakestream and the ceiling ingesting through plain Flight DoPut.
+// closeAll closes them.
+func ingestSides(ctx context.Context, e *env, w *WorkloadReport) (sides, plain []ingestSide, closeAll func(), err error) {
 	var closers []func()
 	closeAll = func() {
 		for _, c := range closers {
@@ -69,24 +75,29 @@ func ingestSides(ctx context.Context, e *env, w *WorkloadReport) (sides []ingest
 	n := e.cfg.Writers
 	nodeCls, closeNode, err := dialN(e.nodeAddr, n)
 	if err != nil {
-		return nil, closeAll, err
+		return nil, nil, closeAll, err
 	}
 	closers = append(closers, closeNode)
 	ceilCls, closeCeil, err := dialN(e.ceilAddr, n)
 	if err != nil {
-		return nil, closeAll, err
+		return nil, nil, closeAll, err
 	}
 	closers = append(closers, closeCeil)
-	sides = append(sides, ingestSide{system: "lakestream", ingest: func(ctx context.Context, recs []arrow.RecordBatch, label string) (time.Duration, error) {
-		return lakeIngest(ctx, e, nodeCls, recs, label)
-	}}, ingestSide{system: "ceiling", atLeast: 0.7, ingest: func(ctx context.Context, recs []arrow.RecordBatch, label string) (time.Duration, error) {
-		e.prog.step(int64(totalRows(recs)), "rows", "%s: ceiling", label)
-		return ingestAll(ctx, ceilCls, "ceiling", recs, e.prog)
-	}})
+	for _, api := range []struct {
+		to   *[]ingestSide
+		send func(context.Context, []*flightsql.Client, string, []arrow.RecordBatch, *progress) (time.Duration, error)
+	}{{&sides, ingestAll}, {&plain, doPutAll}} {
+		*api.to = append(*api.to, ingestSide{system: "lakestream", ingest: func(ctx context.Context, recs []arrow.RecordBatch, label string) (time.Duration, error) {
+			return lakeIngest(ctx, e, nodeCls, recs, label, api.send)
+		}}, ingestSide{system: "ceiling", atLeast: 0.7, ingest: func(ctx context.Context, recs []arrow.RecordBatch, label string) (time.Duration, error) {
+			e.prog.step(int64(totalRows(recs)), "rows", "%s: ceiling", label)
+			return api.send(ctx, ceilCls, "ceiling", recs, e.prog)
+		}})
+	}
 	if pg := e.base.pg; pg != nil {
 		conns, closeConns, err := pg.connectN(ctx, n)
 		if err != nil {
-			return nil, closeAll, err
+			return nil, nil, closeAll, err
 		}
 		closers = append(closers, closeConns)
 		sides = append(sides, ingestSide{system: baselineSystems["postgres"], atLeast: 3, ingest: func(ctx context.Context, recs []arrow.RecordBatch, label string) (time.Duration, error) {
@@ -97,7 +108,7 @@ func ingestSides(ctx context.Context, e *env, w *WorkloadReport) (sides []ingest
 	if k := e.base.kafka; k != nil {
 		prods, closeProds, err := k.producers(n)
 		if err != nil {
-			return nil, closeAll, err
+			return nil, nil, closeAll, err
 		}
 		closers = append(closers, closeProds)
 		sides = append(sides, ingestSide{system: baselineSystems["kafka"], ingest: func(ctx context.Context, recs []arrow.RecordBatch, label string) (time.Duration, error) {
@@ -111,18 +122,19 @@ func ingestSides(ctx context.Context, e *env, w *WorkloadReport) (sides []ingest
 		}})
 		w.About += fmt.Sprintf("; Fluss %s: a log table, one append per row and a flush (acks=all) per batch, by the Java client", fl.version)
 	}
-	return sides, closeAll, nil
+	return sides, plain, closeAll, nil
 }
 
 // ingestBatchSize measures one batch size: Runs rounds of every side back
 // to back, rotating which goes first, and the ratios of Lakestream's
-// throughput to each other side's, run by run.
-func ingestBatchSize(ctx context.Context, e *env, w *WorkloadReport, bs int, sides []ingestSide) error {
+// throughput to each other side's, run by run. how ends the figures'
+// group name.
+func ingestBatchSize(ctx context.Context, e *env, w *WorkloadReport, bs int, how string, sides []ingestSide) error {
 	cfg := e.cfg
 	recs := batches(cfg.Rows, bs)
 	defer release(recs)
 	size := float64(totalBytes(recs))
-	group := fmt.Sprintf("%s-row batches, %d writers", human(float64(bs)), cfg.Writers)
+	group := fmt.Sprintf("%s-row batches, %d writers%s", human(float64(bs)), cfg.Writers, how)
 	secs := make([][]float64, len(sides)) // side, run
 	for run := 1; run <= cfg.Runs; run++ {
 		for j := range sides {
@@ -156,16 +168,17 @@ func ingestBatchSize(ctx context.Context, e *env, w *WorkloadReport, bs int, sid
 	return nil
 }
 
-// lakeIngest ingests recs into a fresh table, checks its row count and
-// drops it.
-func lakeIngest(ctx context.Context, e *env, cls []*flightsql.Client, recs []arrow.RecordBatch, label string) (time.Duration, error) {
+// lakeIngest ingests recs into a fresh table with send, checks its row
+// count and drops it.
+func lakeIngest(ctx context.Context, e *env, cls []*flightsql.Client, recs []arrow.RecordBatch, label string,
+	send func(context.Context, []*flightsql.Client, string, []arrow.RecordBatch, *progress) (time.Duration, error)) (time.Duration, error) {
 	table, err := e.createTable(ctx, "ingest")
 	if err != nil {
 		return 0, err
 	}
 	rows := totalRows(recs)
 	e.prog.step(rows, "rows", "%s: lakestream", label)
-	d, err := ingestAll(ctx, cls, table, recs, e.prog)
+	d, err := send(ctx, cls, table, recs, e.prog)
 	if err != nil {
 		return 0, err
 	}
