@@ -22,8 +22,8 @@ func runUnion(ctx context.Context, e *env) (*WorkloadReport, error) {
 	cfg := e.cfg
 	lakeRows := cfg.QueryRows - cfg.QueryRows/10
 	w := &WorkloadReport{Name: "union", About: fmt.Sprintf(
-		"GROUP BY queries over %s rows, %s in the lake (Iceberg) and %s in the log tail, through Flight SQL (embedded DuckDB over the union) "+
-			"vs DuckDB in-process on read_parquet(the snapshot's data files) UNION ALL the tail rows in a native table",
+		"SELECT * and GROUP BY queries over %s rows, %s in the lake (Iceberg) and %s in the log tail, through Flight SQL (embedded DuckDB over the union); "+
+			"scans vs the ceiling serving the same records, queries vs DuckDB in-process on read_parquet(the snapshot's data files) UNION ALL the tail rows in a native table",
 		human(float64(cfg.QueryRows)), human(float64(lakeRows)), human(float64(cfg.QueryRows-lakeRows)))}
 	n, err := startLakeNode(ctx, cfg, "lake-union")
 	if err != nil {
@@ -49,6 +49,20 @@ func unionQueriesRun(ctx context.Context, e *env, n *lakeNode, w *WorkloadReport
 	defer duck.close()
 	if err := loadUnionBaseline(duck, files, lakeRows, cfg.QueryRows); err != nil {
 		return err
+	}
+	// SELECT * of the union (lake and tail), and of the lake alone, against
+	// the ceiling serving the same records.
+	for _, v := range []struct {
+		label, table string
+		rows         int64
+	}{
+		{"union (lake + log tail): ", t.Def().Name, int64(cfg.QueryRows)},
+		{"lake only (\"t$lake\"): ", `"` + t.Def().Name + `$lake"`, int64(lakeRows)},
+	} {
+		read := func(keep bool) ([][]arrow.RecordBatch, error) { return scanNode(ctx, e, n.cl, v.table, v.rows, keep) }
+		if err := scanVsCeiling(e, w, v.label, v.rows, 0, read, "", nil); err != nil {
+			return fmt.Errorf("scan %s: %w", v.table, err)
+		}
 	}
 	// The query workload's client code, on this node's connection.
 	client := *e

@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 
 	"github.com/lakestream/lakestream/internal/arrowmsg"
 )
@@ -34,60 +35,99 @@ func runScan(ctx context.Context, e *env) (*WorkloadReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The first scan warms the node and hands its records to the ceiling.
-	e.prog.step(int64(cfg.Rows), "rows", "scan: first read, records to the ceiling")
-	streams, err := scanNode(ctx, e, table, true)
-	if err != nil {
-		return nil, err
-	}
 	codec := map[string]arrowmsg.Codec{"none": arrowmsg.CodecNone, "lz4": arrowmsg.CodecLZ4, "zstd": arrowmsg.CodecZstd}[cfg.Codec]
-	if err := e.ceil.setScan(eventsSchema, streams, codec); err != nil {
+	read := func(keep bool) ([][]arrow.RecordBatch, error) {
+		return scanNode(ctx, e, e.node, table, int64(cfg.Rows), keep)
+	}
+	if err := scanVsCeiling(e, w, "", int64(cfg.Rows), size, read, cfg.Codec, &codec); err != nil {
 		return nil, err
 	}
-	encodedName := "ceiling-" + cfg.Codec
+	return w, e.dropTable(ctx, table)
+}
+
+// scanVsCeiling measures a scan of rows rows (size bytes of Arrow data; 0:
+// the size of the records read) by
+// read against the ceiling serving, stream by stream, exactly the records
+// read's first call returned: uncompressed ("ceiling", the target's
+// reference), and, with codec set, pre-encoded with it ("ceiling-<name>").
+// Runs rounds of every side, the order rotated run by run; the figures go
+// to w under a group naming the rows and endpoints, after label.
+func scanVsCeiling(e *env, w *WorkloadReport, label string, rows, size int64, read func(keep bool) ([][]arrow.RecordBatch, error), name string, codec *arrowmsg.Codec) error {
+	cfg := e.cfg
+	ctx := context.Background()
+	// The first scan warms the node and hands its records to the ceiling.
+	e.prog.step(rows, "rows", "scan%s: first read, records to the ceiling", label)
+	streams, err := read(true)
+	if err != nil {
+		return err
+	}
+	var schema *arrow.Schema
+	for _, recs := range streams {
+		if len(recs) > 0 {
+			schema = recs[0].Schema()
+		}
+		if size == 0 {
+			size = totalBytes(recs)
+		}
+	}
+	enc := arrowmsg.CodecNone
+	if codec != nil {
+		enc = *codec
+	}
+	if err := e.ceil.setScan(schema, streams, enc); err != nil {
+		return err
+	}
+	defer e.ceil.setScan(schema, nil, enc)
 	sides := []struct {
 		name string
 		read func() (int64, error)
 	}{
-		{"lakestream", func() (int64, error) { _, err := scanNode(ctx, e, table, false); return int64(cfg.Rows), err }},
+		{"lakestream", func() (int64, error) { _, err := read(false); return rows, err }},
 		{"ceiling", func() (int64, error) { return readTickets(ctx, e, e.ceilCl.Client, e.ceil.tickets("plain"), nil) }},
-		{encodedName, func() (int64, error) { return readTickets(ctx, e, e.ceilCl.Client, e.ceil.tickets("encoded"), nil) }},
+	}
+	encodedName := "ceiling-" + name
+	if codec != nil {
+		sides = append(sides, struct {
+			name string
+			read func() (int64, error)
+		}{encodedName, func() (int64, error) { return readTickets(ctx, e, e.ceilCl.Client, e.ceil.tickets("encoded"), nil) }})
 	}
 	secs := make([][]float64, len(sides))
 	for run := 1; run <= cfg.Runs; run++ {
 		for k := range sides {
-			s := sides[(k+run-1)%len(sides)] // rotate the order run by run
-			e.prog.step(int64(cfg.Rows), "rows", "scan run %d/%d: %s", run, cfg.Runs, s.name)
+			i := (k + run - 1) % len(sides) // rotate the order run by run
+			s := sides[i]
+			e.prog.step(rows, "rows", "scan%s run %d/%d: %s", label, run, cfg.Runs, s.name)
 			start := time.Now()
 			n, err := s.read()
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", s.name, err)
+				return fmt.Errorf("%s: %w", s.name, err)
 			}
-			if n != int64(cfg.Rows) {
-				return nil, fmt.Errorf("%s read %d rows, want %d", s.name, n, cfg.Rows)
+			if n != rows {
+				return fmt.Errorf("%s read %d rows, want %d", s.name, n, rows)
 			}
-			i := (k + run - 1) % len(sides)
 			secs[i] = append(secs[i], time.Since(start).Seconds())
 		}
 	}
-	group := fmt.Sprintf("%s rows, %d endpoints", human(float64(cfg.Rows)), len(streams))
+	group := fmt.Sprintf("%s%s rows, %d endpoints", label, human(float64(rows)), len(streams))
 	mbps := make([][]float64, len(sides))
 	for i, s := range sides {
 		mbps[i] = make([]float64, len(secs[i]))
-		rows := make([]float64, len(secs[i]))
+		rs := make([]float64, len(secs[i]))
 		for r, t := range secs[i] {
-			mbps[i][r], rows[r] = float64(size)/1e6/t, float64(cfg.Rows)/t
+			mbps[i][r], rs[r] = float64(size)/1e6/t, float64(rows)/t
 		}
 		w.figure(group, s.name, "throughput", "MB/s", mbps[i])
-		w.figure(group, s.name, "throughput", "rows/s", rows)
+		w.figure(group, s.name, "throughput", "rows/s", rs)
 	}
 	w.ratio(group, "lakestream", "ceiling", "throughput", "higher is better; 1 = as fast as the ceiling", mbps[0], mbps[1], 0.8, 0)
-	w.ratio(group, "lakestream", encodedName, "throughput", "higher is better; same client decompression on both sides", mbps[0], mbps[2], 0, 0)
-	w.Notes = append(w.Notes, "lake and union scans: missing: tiering into Iceberg is not built yet")
-	e.prog.logf("scan: lakestream %s MB/s, ceiling %s MB/s, %s %s MB/s", human(summarize(mbps[0]).Median),
-		human(summarize(mbps[1]).Median), encodedName, human(summarize(mbps[2]).Median))
-	e.ceil.setScan(eventsSchema, nil, codec)
-	return w, e.dropTable(ctx, table)
+	line := fmt.Sprintf("scan %s: lakestream %s MB/s, ceiling %s MB/s", group, human(summarize(mbps[0]).Median), human(summarize(mbps[1]).Median))
+	if codec != nil {
+		w.ratio(group, "lakestream", encodedName, "throughput", "higher is better; same client decompression on both sides", mbps[0], mbps[2], 0, 0)
+		line += fmt.Sprintf(", %s %s MB/s", encodedName, human(summarize(mbps[2]).Median))
+	}
+	e.prog.logf("%s", line)
+	return nil
 }
 
 // loadScanTable fills a new table with Config.Rows rows in 64k-row
@@ -111,10 +151,10 @@ func loadScanTable(ctx context.Context, e *env) (string, int64, error) {
 	return table, totalBytes(recs), checkRows(ctx, e, table, int64(e.cfg.Rows))
 }
 
-// scanNode plans SELECT * FROM table and reads every endpoint; with keep
-// it returns each endpoint's records.
-func scanNode(ctx context.Context, e *env, table string, keep bool) ([][]arrow.RecordBatch, error) {
-	info, err := e.node.Execute(ctx, "SELECT * FROM "+table)
+// scanNode plans SELECT * FROM table on node, reads every endpoint and
+// checks it read want rows; with keep it returns each endpoint's records.
+func scanNode(ctx context.Context, e *env, node *flightsql.Client, table string, want int64, keep bool) ([][]arrow.RecordBatch, error) {
+	info, err := node.Execute(ctx, "SELECT * FROM "+table)
 	if err != nil {
 		return nil, err
 	}
@@ -126,15 +166,15 @@ func scanNode(ctx context.Context, e *env, table string, keep bool) ([][]arrow.R
 	if keep {
 		kept = make([][]arrow.RecordBatch, len(tickets))
 	}
-	n, err := readTickets(ctx, e, e.node.Client, tickets, kept)
+	n, err := readTickets(ctx, e, node.Client, tickets, kept)
 	if err != nil {
 		for _, recs := range kept {
 			release(recs)
 		}
 		return nil, err
 	}
-	if n != int64(e.cfg.Rows) {
-		return nil, fmt.Errorf("scan of %s read %d rows, want %d", table, n, e.cfg.Rows)
+	if n != want {
+		return nil, fmt.Errorf("scan of %s read %d rows, want %d", table, n, want)
 	}
 	return kept, nil
 }
