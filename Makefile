@@ -55,19 +55,20 @@ $(VENV)/.installed: tests/requirements.txt
 
 # The benchmark suite (docs/benchmarks.md): a node in-process against its
 # baselines; prints a table and writes bench/out/results.{json,html}.
-# bench is the quick version (about three minutes on 2 cores, baselines included),
-# bench-full the larger one (about twelve minutes, four of them the lake
+# bench is the quick version (about eight minutes on 2 cores with every
+# baseline, Fluss's subscription runs half of it; BENCH_FLAGS=-baselines=postgres,kafka
+# about four), bench-full the larger one (about twenty minutes, four of them the lake
 # workloads). bench leaves out the tiering workload (1,000 tiering rounds
 # twice: two and a half minutes on its own); bench-full and bench-lake
 # (tiering and union only, about three minutes) run it.
 bench: build
-	./$(BIN) bench -out bench/out -workloads ingest,scan,query,subscribe,union
+	./$(BIN) bench -out bench/out -workloads ingest,scan,query,subscribe,union $(BENCH_FLAGS)
 
 bench-lake: build
 	./$(BIN) bench -out bench/out -workloads tiering,union
 
 bench-full: build
-	./$(BIN) bench -out bench/out -rows 10000000 -query-rows 10000000 -batch-rows 1024,8192,65536 -runs 5 -duration 20s
+	./$(BIN) bench -out bench/out -rows 10000000 -query-rows 10000000 -batch-rows 1024,8192,65536 -runs 5 -duration 20s $(BENCH_FLAGS)
 
 clean:
 	rm -rf bin $(VENV)
