@@ -61,8 +61,9 @@ type Config struct {
 	// at least 20. Default 1,000 (short: 60).
 	LakeRounds int
 	// CPUProfile, when set, makes the union workload write a CPU profile
-	// of its Lakestream side per query, run for a few seconds after the
-	// measurement, to this path with "-q<n>" before the extension.
+	// of its Lakestream side per query and scan, run for a few seconds
+	// after the measurement, to this path with "-q<n>", "-scan" or
+	// "-scan-lake" before the extension.
 	// Default "": none.
 	CPUProfile string
 	// Baselines are the external systems to start and measure against

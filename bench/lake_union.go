@@ -63,6 +63,13 @@ func unionQueriesRun(ctx context.Context, e *env, n *lakeNode, w *WorkloadReport
 		if err := scanVsCeiling(e, w, v.label, v.rows, 0, read, "", nil); err != nil {
 			return fmt.Errorf("scan %s: %w", v.table, err)
 		}
+		if cfg.CPUProfile != "" {
+			path := scanProfilePath(cfg.CPUProfile, v.table)
+			scan := func() (int64, int64, error) { _, err := read(false); return v.rows, 0, err }
+			if err := profileQuery(e, path, "scan "+v.table, scan); err != nil {
+				return fmt.Errorf("scan %s: profile: %w", v.table, err)
+			}
+		}
 	}
 	// The query workload's client code, on this node's connection.
 	client := *e
@@ -267,6 +274,16 @@ const profileFor = 5 * time.Second
 
 // profilePath is the profile file of query qi: base with "-q<qi+1>"
 // before its extension.
+// scanProfilePath is the profile of a scan of table: base with "-scan"
+// or "-scan-lake" before its extension.
+func scanProfilePath(base, table string) string {
+	ext, which := filepath.Ext(base), "-scan"
+	if strings.Contains(table, "$lake") {
+		which = "-scan-lake"
+	}
+	return strings.TrimSuffix(base, ext) + which + ext
+}
+
 func profilePath(base string, qi int) string {
 	ext := filepath.Ext(base)
 	return fmt.Sprintf("%s-q%d%s", strings.TrimSuffix(base, ext), qi+1, ext)
