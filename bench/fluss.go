@@ -65,22 +65,6 @@ func flussJars(dir string) (jars, version string, err error) {
 	return jars, strings.TrimSuffix(strings.TrimPrefix(filepath.Base(m[0]), "fluss-server-"), ".jar"), nil
 }
 
-// ensureFlussJars is ensureKafkaJars for Fluss: fetched when absent,
-// except in Short mode.
-func ensureFlussJars(ctx context.Context, cfg Config, prog *progress) (jars, version string, err error) {
-	jars, version, err = flussJars(cfg.FlussDir)
-	switch {
-	case err == nil:
-		return jars, version, nil
-	case cfg.Short:
-		return "", "", fmt.Errorf("%w; the short mode does not fetch them: run `bash bench/fluss/fetch.sh %s`, or lakestream bench without -short", err, cfg.FlussDir)
-	}
-	if err := fetchJars(ctx, flussFiles, "fluss", cfg.FlussDir, prog); err != nil {
-		return "", "", err
-	}
-	return flussJars(cfg.FlussDir)
-}
-
 // flussClasspaths splits the jar directory: ZooKeeper's jars (everything
 // but Fluss's), the shaded server and the shaded client, each with the
 // logging jars.
@@ -111,7 +95,7 @@ func flussClasspaths(jars string) (zk, srv, client string, err error) {
 }
 
 func startFluss(ctx context.Context, cfg Config, prog *progress) (*flussServer, error) {
-	jars, version, err := ensureFlussJars(ctx, cfg, prog)
+	jars, version, err := ensureJars(ctx, cfg, prog, "fluss", cfg.FlussDir, flussFiles, flussJars)
 	if err != nil {
 		return nil, err
 	}

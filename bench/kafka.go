@@ -147,7 +147,7 @@ func fetchJars(ctx context.Context, files embed.FS, name, dir string, prog *prog
 }
 
 func startKafka(ctx context.Context, cfg Config, prog *progress) (*kafkaServer, error) {
-	jars, version, err := ensureKafkaJars(ctx, cfg, prog)
+	jars, version, err := ensureJars(ctx, cfg, prog, "kafka", cfg.KafkaDir, kafkaFetchFiles, kafkaJars)
 	if err != nil {
 		return nil, err
 	}
@@ -166,20 +166,21 @@ func startKafka(ctx context.Context, cfg Config, prog *progress) (*kafkaServer, 
 	return k, nil
 }
 
-// ensureKafkaJars returns the jar directory and the Kafka version,
-// fetching the jars first when they are not cached, except in Short mode.
-func ensureKafkaJars(ctx context.Context, cfg Config, prog *progress) (jars, version string, err error) {
-	jars, version, err = kafkaJars(cfg.KafkaDir)
+// ensureJars returns the jar directory and the version that lookup finds
+// in dir, fetching the jars of name (bench/<name>/fetch.sh, embedded in
+// files) first when they are not cached, except in Short mode.
+func ensureJars(ctx context.Context, cfg Config, prog *progress, name, dir string, files embed.FS, lookup func(dir string) (jars, version string, err error)) (jars, version string, err error) {
+	jars, version, err = lookup(dir)
 	switch {
 	case err == nil:
 		return jars, version, nil
 	case cfg.Short:
-		return "", "", fmt.Errorf("%w; the short mode does not fetch them: run `bash bench/kafka/fetch.sh %s`, or lakestream bench without -short", err, cfg.KafkaDir)
+		return "", "", fmt.Errorf("%w; the short mode does not fetch them: run `bash bench/%s/fetch.sh %s`, or lakestream bench without -short", err, name, dir)
 	}
-	if err := fetchJars(ctx, kafkaFetchFiles, "kafka", cfg.KafkaDir, prog); err != nil {
+	if err := fetchJars(ctx, files, name, dir, prog); err != nil {
 		return "", "", err
 	}
-	return kafkaJars(cfg.KafkaDir)
+	return lookup(dir)
 }
 
 // serve formats the storage, starts the broker with classpath cp and
