@@ -235,6 +235,9 @@ func (w *lakeWriter) write(rec arrow.RecordBatch, m rowMap, logBucket int) error
 	if err != nil {
 		return err
 	}
+	if w.onePartition(rec) {
+		return w.writeRange(rec, m, 0, n, first)
+	}
 	// Most records hold one partition: the bucket, or a time partition of
 	// rows that arrive in time order.
 	parts := [][]any{first}
@@ -295,6 +298,18 @@ func (w *lakeWriter) write(rec arrow.RecordBatch, m rowMap, logBucket int) error
 		}
 	}
 	return nil
+}
+
+// onePartition reports whether every row of rec is in one partition
+// without looking at each: the table is partitioned by the log bucket
+// alone (or not at all) and rec has no null key.
+func (w *lakeWriter) onePartition(rec arrow.RecordBatch) bool {
+	for _, f := range w.fields {
+		if !f.logBucket || rec.Column(f.col).NullN() > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // rowPartition returns the partition values of row i.
