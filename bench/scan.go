@@ -62,13 +62,15 @@ func scanVsCeiling(e *env, w *WorkloadReport, label string, rows, size int64, re
 		return err
 	}
 	var schema *arrow.Schema
+	var readBytes int64
 	for _, recs := range streams {
 		if len(recs) > 0 {
 			schema = recs[0].Schema()
 		}
-		if size == 0 {
-			size = totalBytes(recs)
-		}
+		readBytes += totalBytes(recs)
+	}
+	if size == 0 {
+		size = readBytes
 	}
 	enc := arrowmsg.CodecNone
 	if codec != nil {

@@ -79,6 +79,27 @@ func (s *Server) streamScan(ctx context.Context, tk *ticket, plain bool, stream 
 	if err != nil {
 		return err
 	}
+	if len(tk.Files) > 0 {
+		lake := t.LakeFiles()
+		if lake == nil {
+			return fmt.Errorf("%w: table %s has no lake", errInvalid, def.FullName())
+		}
+		// Decoded (or cached) lake records go out uncompressed.
+		err := lake.ReadFiles(ctx, tk.Snapshot, tk.Files, tk.Cols, func(rec arrow.RecordBatch) error {
+			buf, err := arrowmsg.AppendRecordBatch(nil, rec, arrowmsg.CodecNone, s.opts.Mem)
+			if err != nil {
+				return err
+			}
+			meta, body, err := arrowmsg.SplitMessage(buf)
+			if err != nil {
+				return err
+			}
+			return stream.Send(&flight.FlightData{DataHeader: meta, DataBody: body})
+		})
+		if err != nil {
+			return err
+		}
+	}
 	identity := isIdentity(tk.Cols, cur.NumFields())
 	for _, r := range tk.Ranges {
 		if r.Bucket < 0 || r.Bucket >= t.Log().Buckets() {

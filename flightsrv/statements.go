@@ -2,6 +2,7 @@ package flightsrv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -125,7 +126,7 @@ func (s *Server) describe(ctx context.Context, st *planner.Statement) (*arrow.Sc
 		return projectSchema(t.ChangelogSchema(), cols), emptySchema, nil
 	case planner.KindScan:
 		if s.servesPlain(ctx, st.Scan) {
-			t, cols, err := s.resolveScan(ctx, st.Scan)
+			t, cols, _, err := s.resolveScan(ctx, st.Scan)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -150,7 +151,7 @@ func (s *Server) keepNotNull(ctx context.Context, st *planner.Statement, schema 
 	if st.Kind != planner.KindScan {
 		return schema
 	}
-	t, cols, err := s.resolveScan(ctx, st.Scan)
+	t, cols, _, err := s.resolveScan(ctx, st.Scan)
 	if err != nil || len(cols) != schema.NumFields() {
 		return schema
 	}
@@ -166,10 +167,9 @@ func (s *Server) keepNotNull(ctx context.Context, st *planner.Statement, schema 
 	return arrow.NewSchema(fields, &md)
 }
 
-func (s *Server) resolveScan(ctx context.Context, ps *planner.PlainScan) (*tables.Table, []int, error) {
-	t, err := s.store.Get(ctx, ps.DB, ps.Table)
-	if err != nil {
-		return nil, nil, err
+func (s *Server) resolveScan(ctx context.Context, ps *planner.PlainScan) (t *tables.Table, cols []int, lakeOnly bool, err error) {
+	if t, lakeOnly, err = s.scanTable(ctx, ps); err != nil {
+		return nil, nil, false, err
 	}
 	def := t.Def()
 	if ps.Columns == nil {
@@ -177,52 +177,96 @@ func (s *Server) resolveScan(ctx context.Context, ps *planner.PlainScan) (*table
 		for i := range cols {
 			cols[i] = i
 		}
-		return t, cols, nil
+		return t, cols, lakeOnly, nil
 	}
-	cols := make([]int, len(ps.Columns))
+	cols = make([]int, len(ps.Columns))
 	for i, name := range ps.Columns {
 		c := columnIndexFold(def, name)
 		if c < 0 {
-			return nil, nil, fmt.Errorf("%w: column %q not found in table %s", errInvalid, name, def.FullName())
+			return nil, nil, false, fmt.Errorf("%w: column %q not found in table %s", errInvalid, name, def.FullName())
 		}
 		cols[i] = c
 	}
-	return t, cols, nil
+	return t, cols, lakeOnly, nil
+}
+
+// scanTable finds the table a plain scan names: a table of the store, or
+// "t$lake", the lake layer of a tiered table t (lakeOnly).
+func (s *Server) scanTable(ctx context.Context, ps *planner.PlainScan) (t *tables.Table, lakeOnly bool, err error) {
+	t, err = s.store.Get(ctx, ps.DB, ps.Table)
+	if err == nil || !errors.Is(err, catalog.ErrTableNotFound) {
+		return t, false, err
+	}
+	n := len(ps.Table) - len(tables.LakeSuffix)
+	if n <= 0 || !strings.EqualFold(ps.Table[n:], tables.LakeSuffix) {
+		return nil, false, err
+	}
+	base, berr := s.store.Get(ctx, ps.DB, ps.Table[:n])
+	if berr != nil || base.LakeFiles() == nil {
+		return nil, false, err
+	}
+	return base, true, nil
 }
 
 // servesPlain reports whether a plain scan is served from the stored
-// batches (scanInfo) rather than by the query engine. The engine serves it
-// when some of the table's rows are in the lake (a tiered offset above
-// zero: the log alone would miss them; the engine's union read does not),
-// and when the name is not a table of the store (a system table such as
-// lakestream.tiering, or an unknown name, which the engine reports).
+// batches and, for a tiered table, the lake's files as they are (scanInfo)
+// rather than by the query engine: the engine serves it when the name is
+// not a table of the store (a system table such as lakestream.tiering, or
+// an unknown name, which the engine reports), and when some of a table's
+// rows are in a lake that has no file reader.
 func (s *Server) servesPlain(ctx context.Context, ps *planner.PlainScan) bool {
 	if s.engine == nil {
 		return true
 	}
-	t, err := s.store.Get(ctx, ps.DB, ps.Table)
+	t, lakeOnly, err := s.scanTable(ctx, ps)
 	if err != nil {
 		return false
 	}
-	for _, o := range t.Tiered() {
-		if o > 0 {
-			return false
-		}
-	}
-	return true
+	return lakeOnly || !tiered(t) || t.LakeFiles() != nil
 }
 
-// scanInfo captures the committed offsets of every bucket and returns one
-// endpoint per group of buckets, so clients fetch in parallel.
+// tiered reports whether some of t's rows are in the lake.
+func tiered(t *tables.Table) bool {
+	for _, o := range t.Tiered() {
+		if o > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// ticketFileBytes bounds the file paths of one scan ticket: a lake of many
+// files gets more endpoints.
+const ticketFileBytes = 32 << 10
+
+// scanInfo captures what a scan reads and returns one endpoint per group
+// of parts, so clients fetch in parallel. A log table's parts are its
+// buckets' committed ranges. A tiered table's are a lake split (the
+// snapshot's data files, and each bucket's tiered offset) and then the log
+// ranges from those offsets to the committed ends: captured in that order,
+// they hold every row once, and the tickets pin them. "t$lake" reads the
+// split's files alone.
 func (s *Server) scanInfo(ctx context.Context, ps *planner.PlainScan, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
-	t, cols, err := s.resolveScan(ctx, ps)
+	t, cols, lakeOnly, err := s.resolveScan(ctx, ps)
 	if err != nil {
 		return nil, err
 	}
 	def := t.Def()
-	var rows int64
+	var split tables.LakeSplit
+	if lake := t.LakeFiles(); lake != nil && (tiered(t) || lakeOnly) {
+		if split, err = lake.Split(ctx); err != nil {
+			return nil, err
+		}
+	}
+	rows := split.Rows
 	var live []tables.Range
 	for _, r := range t.Snapshot() {
+		if lakeOnly {
+			break
+		}
+		if split.Offsets != nil {
+			r.From = max(r.From, split.Offsets[r.Bucket])
+		}
 		if r.To > r.From {
 			live = append(live, r)
 			rows += r.To - r.From
@@ -234,11 +278,21 @@ func (s *Server) scanInfo(ctx context.Context, ps *planner.PlainScan, desc *flig
 		TotalRecords:     rows,
 		TotalBytes:       -1,
 	}
-	groups := min(len(live), s.opts.MaxEndpoints)
+	var pathBytes int
+	for _, f := range split.Files {
+		pathBytes += len(f)
+	}
+	parts := len(split.Files) + len(live)
+	groups := min(parts, max(s.opts.MaxEndpoints, pathBytes/ticketFileBytes+1))
 	for g := 0; g < groups; g++ {
 		tk := &ticket{Kind: "scan", Table: def.ID, Schema: def.SchemaID, Cols: cols}
-		for i := g; i < len(live); i += groups {
-			tk.Ranges = append(tk.Ranges, live[i])
+		for i := g; i < parts; i += groups {
+			if i < len(split.Files) {
+				tk.Snapshot = split.Snapshot
+				tk.Files = append(tk.Files, split.Files[i])
+				continue
+			}
+			tk.Ranges = append(tk.Ranges, live[i-len(split.Files)])
 		}
 		raw, err := tk.encode()
 		if err != nil {

@@ -26,6 +26,10 @@ type ticket struct {
 	Schema int32          `json:"schema,omitempty"`
 	Cols   []int          `json:"cols,omitempty"`
 	Ranges []tables.Range `json:"ranges,omitempty"`
+	// scan of a tiered table: data files of a lake snapshot, read before
+	// the ranges (which start at the snapshot's tiered offsets)
+	Snapshot int64    `json:"snapshot,omitempty"`
+	Files    []string `json:"files,omitempty"`
 	// changes: the WHERE conditions, bound again on DoGet
 	Where []planner.Condition `json:"where,omitempty"`
 	// query

@@ -118,8 +118,8 @@ func parsePlainScan(sql string) (*PlainScan, bool) {
 	default:
 		return nil, false
 	}
-	if strings.Contains(s.Table, "$") {
-		return nil, false // virtual tables ("t$changelog") are DuckDB's
+	if i := strings.Index(s.Table, "$"); i >= 0 && !strings.EqualFold(s.Table[i:], "$lake") {
+		return nil, false // other virtual tables ("t$changelog") are DuckDB's
 	}
 	return s, true
 }

@@ -23,6 +23,7 @@ func TestClassify(t *testing.T) {
 		{"SELECT * FROM t, u", KindQuery, nil},
 		{"SELECT * FROM t LIMIT 1", KindQuery, nil},
 		{`SELECT * FROM "t$changelog"`, KindQuery, nil},
+		{`SELECT * FROM "t$lake"`, KindScan, &PlainScan{Table: "t$lake"}},
 		{"SELECT * FROM t -- comment", KindQuery, nil},
 		{"SELECT 1", KindQuery, nil},
 		{"WITH x AS (SELECT 1) SELECT * FROM x", KindQuery, nil},

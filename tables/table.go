@@ -31,6 +31,8 @@ type Table struct {
 	tiered atomic.Pointer[[]int64]
 	// history serves offsets the log no longer holds (history.go).
 	history atomic.Pointer[historyRef]
+	// lakeFiles reads the lake's files for plain scans (lakefiles.go).
+	lakeFiles atomic.Pointer[lakeFilesRef]
 }
 
 // SetTiered records each bucket's tiered offset: the offsets below it are

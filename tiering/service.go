@@ -132,6 +132,7 @@ func (s *Service) open(ctx context.Context, t *tables.Table) (*lakeTable, error)
 	lt.state.Store(st)
 	t.SetTiered(st.offsets)
 	t.SetHistory(history{s: s, lt: lt})
+	t.SetLakeFiles(history{s: s, lt: lt})
 	s.mu.Lock()
 	s.tables[def.ID] = lt
 	s.mu.Unlock()

@@ -17,7 +17,7 @@ import (
 )
 
 // lakeSuffix names a table's lake layer: SELECT ... FROM "t$lake".
-const lakeSuffix = "$lake"
+const lakeSuffix = tables.LakeSuffix
 
 // Resolver resolves table names for the query engine: a table that tiers is
 // the union of its lake and log tail, "t$lake" its lake layer only; every
