@@ -235,6 +235,44 @@ func tiered(t *tables.Table) bool {
 	return false
 }
 
+// scanSplit captures what a scan of t reads: for a tiered table the lake
+// split, then the log ranges from its offsets to the committed ends (none
+// for lakeOnly). Should retention have deleted log above the split's
+// offsets in between (a round committed and retention ran), the split is
+// stale and is captured again.
+func scanSplit(ctx context.Context, t *tables.Table, lakeOnly bool) (tables.LakeSplit, []tables.Range, error) {
+	lake := t.LakeFiles()
+	for attempt := 0; ; attempt++ {
+		var split tables.LakeSplit
+		var err error
+		if lake != nil && (tiered(t) || lakeOnly) {
+			if split, err = lake.Split(ctx); err != nil {
+				return split, nil, err
+			}
+		}
+		if lakeOnly {
+			return split, nil, nil
+		}
+		var live []tables.Range
+		stale := false
+		for _, r := range t.Snapshot() {
+			if split.Offsets != nil {
+				stale = stale || r.From > split.Offsets[r.Bucket]
+				r.From = max(r.From, split.Offsets[r.Bucket])
+			}
+			if r.To > r.From {
+				live = append(live, r)
+			}
+		}
+		if !stale {
+			return split, live, nil
+		}
+		if attempt == 2 {
+			return split, nil, fmt.Errorf("scan %s: the log moved past the lake's offsets three times while planning: try again", t.Name())
+		}
+	}
+}
+
 // ticketFileBytes bounds the file paths of one scan ticket: a lake of many
 // files gets more endpoints.
 const ticketFileBytes = 32 << 10
@@ -252,25 +290,13 @@ func (s *Server) scanInfo(ctx context.Context, ps *planner.PlainScan, desc *flig
 		return nil, err
 	}
 	def := t.Def()
-	var split tables.LakeSplit
-	if lake := t.LakeFiles(); lake != nil && (tiered(t) || lakeOnly) {
-		if split, err = lake.Split(ctx); err != nil {
-			return nil, err
-		}
+	split, live, err := scanSplit(ctx, t, lakeOnly)
+	if err != nil {
+		return nil, err
 	}
 	rows := split.Rows
-	var live []tables.Range
-	for _, r := range t.Snapshot() {
-		if lakeOnly {
-			break
-		}
-		if split.Offsets != nil {
-			r.From = max(r.From, split.Offsets[r.Bucket])
-		}
-		if r.To > r.From {
-			live = append(live, r)
-			rows += r.To - r.From
-		}
+	for _, r := range live {
+		rows += r.To - r.From
 	}
 	info := &flight.FlightInfo{
 		Schema:           flight.SerializeSchema(projectSchema(def.ArrowSchema(), cols), s.opts.Mem),
