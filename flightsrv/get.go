@@ -86,15 +86,11 @@ func (s *Server) streamScan(ctx context.Context, tk *ticket, plain bool, stream 
 		}
 		// Decoded (or cached) lake records go out uncompressed.
 		err := lake.ReadFiles(ctx, tk.Snapshot, tk.Files, tk.Cols, func(rec arrow.RecordBatch) error {
-			buf, err := arrowmsg.AppendRecordBatch(nil, rec, arrowmsg.CodecNone, s.opts.Mem)
+			fd, err := s.recordFlightData(rec, arrowmsg.CodecNone)
 			if err != nil {
 				return err
 			}
-			meta, body, err := arrowmsg.SplitMessage(buf)
-			if err != nil {
-				return err
-			}
-			return stream.Send(&flight.FlightData{DataHeader: meta, DataBody: body})
+			return stream.Send(fd)
 		})
 		if err != nil {
 			return err
@@ -152,6 +148,12 @@ func (s *Server) reencode(t *tables.Table, b columnarlog.Batch, cols []int, code
 		return nil, err
 	}
 	defer rec.Release()
+	return s.recordFlightData(rec, codec)
+}
+
+// recordFlightData encodes rec as the FlightData of one record batch
+// message, its body compressed with codec.
+func (s *Server) recordFlightData(rec arrow.RecordBatch, codec arrowmsg.Codec) (*flight.FlightData, error) {
 	buf, err := arrowmsg.AppendRecordBatch(nil, rec, codec, s.opts.Mem)
 	if err != nil {
 		return nil, err
