@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
@@ -25,8 +26,9 @@ import (
 // captured once per call, so the rows sent are exactly [from, tiered) of
 // one snapshot: every offset once, none skipped.
 
-// history is a lake table's tables.History.
-type history struct {
+// lakeReader reads a lake table for tables.History (the hand-off) and
+// tables.LakeFiles (plain scans).
+type lakeReader struct {
 	s  *Service
 	lt *lakeTable
 }
@@ -44,7 +46,7 @@ type historyPiece struct {
 // pieces returns the runs of bucket's offsets [from, end) in the lake
 // state st, in offset order, with the files they are in, checking that
 // they hold every offset of the range once.
-func (h history) pieces(ctx context.Context, st *lakeState, bucket int, from, end int64) ([]historyPiece, []*lakeFileIndex, error) {
+func (h lakeReader) pieces(ctx context.Context, st *lakeState, bucket int, from, end int64) ([]historyPiece, []*lakeFileIndex, error) {
 	snap := st.tbl.CurrentSnapshot()
 	if snap == nil || from >= end {
 		return nil, nil, nil
@@ -134,7 +136,7 @@ func compareInt(a, b int64) int {
 }
 
 // ReadHistory implements tables.History.
-func (h history) ReadHistory(ctx context.Context, bucket int, from int64, cols []int, out chan<- arrow.RecordBatch) (int64, error) {
+func (h lakeReader) ReadHistory(ctx context.Context, bucket int, from int64, cols []int, out chan<- arrow.RecordBatch) (int64, error) {
 	st := h.lt.state.Load()
 	if bucket < 0 || bucket >= len(st.offsets) {
 		return 0, fmt.Errorf("history of %s: bucket %d out of range", h.lt.t.Name(), bucket)
@@ -162,7 +164,7 @@ func (h history) ReadHistory(ctx context.Context, bucket int, from int64, cols [
 }
 
 // HistoryOffsetForTime implements tables.History.
-func (h history) HistoryOffsetForTime(ctx context.Context, bucket int, ts int64) (int64, error) {
+func (h lakeReader) HistoryOffsetForTime(ctx context.Context, bucket int, ts int64) (int64, error) {
 	st := h.lt.state.Load()
 	if bucket < 0 || bucket >= len(st.offsets) {
 		return 0, fmt.Errorf("history of %s: bucket %d out of range", h.lt.t.Name(), bucket)
@@ -199,7 +201,6 @@ type historyReader struct {
 }
 
 type openLakeFile struct {
-	f  icebergio.File
 	pr *file.Reader
 	ar *pqarrow.FileReader
 }
@@ -345,25 +346,14 @@ func (r *historyReader) openFile(fi int) (*openLakeFile, error) {
 	if o := r.open[fi]; o != nil {
 		return o, nil
 	}
-	path := r.files[fi].path
-	f, err := r.fs.Open(path)
+	pr, ar, err := openParquet(r.fs, r.files[fi].path, r.s.cfg.Mem)
 	if err != nil {
-		return nil, fmt.Errorf("open lake file %s: %w", path, err)
-	}
-	pr, err := file.NewParquetReader(f)
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("open lake file %s: %w", path, err)
-	}
-	ar, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: lakeRowGroupRows}, r.s.cfg.Mem)
-	if err != nil {
-		pr.Close()
-		return nil, fmt.Errorf("open lake file %s: %w", path, err)
+		return nil, err
 	}
 	if r.open == nil {
 		r.open = map[int]*openLakeFile{}
 	}
-	o := &openLakeFile{f: f, pr: pr, ar: ar}
+	o := &openLakeFile{pr: pr, ar: ar}
 	r.open[fi] = o
 	return o, nil
 }
@@ -404,6 +394,26 @@ func concatRecords(schema *arrow.Schema, recs []arrow.RecordBatch, s *Service) (
 	return array.NewRecordBatch(schema, cols, rows), nil
 }
 
+// openParquet opens the lake data file at path: its Parquet reader, whose
+// Close closes the file, and an Arrow reader over it.
+func openParquet(fs icebergio.IO, path string, mem memory.Allocator) (*file.Reader, *pqarrow.FileReader, error) {
+	f, err := fs.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open lake file %s: %w", path, err)
+	}
+	pr, err := file.NewParquetReader(f)
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("read footer of lake file %s: %w", path, err)
+	}
+	ar, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: lakeRowGroupRows}, mem)
+	if err != nil {
+		pr.Close()
+		return nil, nil, fmt.Errorf("open lake file %s: %w", path, err)
+	}
+	return pr, ar, nil
+}
+
 // lakeFileIndex is what the footer of a lake data file says: its row map
 // (nil if it has none) and where its row groups start.
 type lakeFileIndex struct {
@@ -432,14 +442,9 @@ func (s *Service) fileIndex(fs icebergio.IO, path string) (*lakeFileIndex, error
 	if x := s.footers.get(path); x != nil {
 		return x, nil
 	}
-	f, err := fs.Open(path)
+	pr, _, err := openParquet(fs, path, s.cfg.Mem)
 	if err != nil {
-		return nil, fmt.Errorf("open lake file %s: %w", path, err)
-	}
-	pr, err := file.NewParquetReader(f)
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("read footer of lake file %s: %w", path, err)
+		return nil, err
 	}
 	defer pr.Close()
 	md := pr.MetaData()

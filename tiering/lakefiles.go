@@ -14,7 +14,7 @@ import (
 
 // Split implements tables.LakeFiles: the snapshot and the offsets of one
 // lake state, and the snapshot's data files.
-func (h history) Split(ctx context.Context) (tables.LakeSplit, error) {
+func (h lakeReader) Split(ctx context.Context) (tables.LakeSplit, error) {
 	st := h.lt.state.Load()
 	split := tables.LakeSplit{Offsets: append([]int64(nil), st.offsets...)}
 	snap := st.tbl.CurrentSnapshot()
@@ -37,7 +37,7 @@ func (h history) Split(ctx context.Context) (tables.LakeSplit, error) {
 // ticket: each must be a data file of the snapshot, found by planning it.
 // The files are read as a union read's lake parts are (through the read
 // cache), in the table's types.
-func (h history) ReadFiles(ctx context.Context, snapshot int64, paths []string, cols []int, send func(arrow.RecordBatch) error) error {
+func (h lakeReader) ReadFiles(ctx context.Context, snapshot int64, paths []string, cols []int, send func(arrow.RecordBatch) error) error {
 	st := h.lt.state.Load()
 	t := h.lt.t
 	snap := st.tbl.SnapshotByID(snapshot)
@@ -52,22 +52,19 @@ func (h history) ReadFiles(ctx context.Context, snapshot int64, paths []string, 
 			snapSchema = sc
 		}
 	}
-	schema := t.Schema()
-	fields := make([]arrow.Field, len(cols))
+	out, err := projectColumns(t.Schema(), cols, t.Name())
+	if err != nil {
+		return err
+	}
 	var names []string
-	for i, c := range cols {
-		if c < 0 || c >= schema.NumFields() {
-			return fmt.Errorf("scan %s: column %d out of range", t.Name(), c)
-		}
-		fields[i] = schema.Field(c)
-		if _, ok := snapSchema.FindFieldByNameCaseInsensitive(fields[i].Name); ok {
-			names = append(names, fields[i].Name)
+	for _, f := range out.Fields() {
+		if _, ok := snapSchema.FindFieldByNameCaseInsensitive(f.Name); ok {
+			names = append(names, f.Name)
 		}
 	}
 	if len(names) == 0 { // only new columns: read one to count the rows
 		names = append(names, snapSchema.Field(0).Name)
 	}
-	out := arrow.NewSchema(fields, nil)
 	read := st.tbl.Scan(table.WithSnapshotID(snapshot), table.WithSelectedFields(names...), table.WithCaseSensitive(false))
 	tasks, err := read.PlanFiles(ctx)
 	if err != nil {

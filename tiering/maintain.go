@@ -7,8 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
@@ -277,20 +275,11 @@ func (s *Service) copyLakeFile(ctx context.Context, fs icebergio.IO, w *lakeWrit
 	for i, f := range w.fields {
 		vals[i] = part[f.id]
 	}
-	f, err := fs.Open(df.FilePath())
+	pr, ar, err := openParquet(fs, df.FilePath(), s.cfg.Mem)
 	if err != nil {
-		return fmt.Errorf("open lake file %s: %w", df.FilePath(), err)
-	}
-	pr, err := file.NewParquetReader(f)
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("open lake file %s: %w", df.FilePath(), err)
+		return err
 	}
 	defer pr.Close()
-	ar, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: lakeRowGroupRows}, s.cfg.Mem)
-	if err != nil {
-		return fmt.Errorf("open lake file %s: %w", df.FilePath(), err)
-	}
 	rr, err := ar.GetRecordReader(ctx, nil, nil)
 	if err != nil {
 		return fmt.Errorf("read lake file %s: %w", df.FilePath(), err)

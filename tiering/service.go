@@ -131,8 +131,9 @@ func (s *Service) open(ctx context.Context, t *tables.Table) (*lakeTable, error)
 	}
 	lt.state.Store(st)
 	t.SetTiered(st.offsets)
-	t.SetHistory(history{s: s, lt: lt})
-	t.SetLakeFiles(history{s: s, lt: lt})
+	r := lakeReader{s: s, lt: lt}
+	t.SetHistory(r)
+	t.SetLakeFiles(r)
 	s.mu.Lock()
 	s.tables[def.ID] = lt
 	s.mu.Unlock()

@@ -121,14 +121,11 @@ func (u *unionTable) Plan(ctx context.Context, req scan.Request) (scan.Plan, err
 			cols[i] = i
 		}
 	}
-	fields := make([]arrow.Field, len(cols))
-	for i, c := range cols {
-		if c < 0 || c >= schema.NumFields() {
-			return nil, fmt.Errorf("scan %s: column %d out of range", u.Name(), c)
-		}
-		fields[i] = schema.Field(c)
+	out, err := projectColumns(schema, cols, u.Name())
+	if err != nil {
+		return nil, err
 	}
-	p := &unionPlan{schema: arrow.NewSchema(fields, nil)}
+	p := &unionPlan{schema: out}
 	lake, err := u.lakeParts(ctx, st, schema, cols, p.schema, req.Filters)
 	if err != nil {
 		return nil, err
@@ -152,6 +149,19 @@ func (u *unionTable) Plan(ctx context.Context, req scan.Request) (scan.Plan, err
 		p.parts = append(p.parts, tail.Parts()...)
 	}
 	return p, nil
+}
+
+// projectColumns is the schema of the columns cols of schema, the table
+// name's.
+func projectColumns(schema *arrow.Schema, cols []int, name string) (*arrow.Schema, error) {
+	fields := make([]arrow.Field, len(cols))
+	for i, c := range cols {
+		if c < 0 || c >= schema.NumFields() {
+			return nil, fmt.Errorf("scan %s: column %d out of range", name, c)
+		}
+		fields[i] = schema.Field(c)
+	}
+	return arrow.NewSchema(fields, nil), nil
 }
 
 type unionPlan struct {
