@@ -127,7 +127,7 @@ func startLakeNode(ctx context.Context, cfg Config, name string) (_ *lakeNode, e
 	if n.svc, err = tiering.New(ctx, n.ice, n.store, tiering.Config{Maintenance: lakeMaintenance, Logger: quiet}); err != nil {
 		return nil, err
 	}
-	if n.eng, err = duck.New(n.svc.Resolver(n.store), duck.Options{Logger: quiet}); err != nil {
+	if n.eng, err = duck.New(n.store, duck.Options{Logger: quiet}); err != nil {
 		return nil, err
 	}
 	if n.srv, err = flightsrv.New(n.store, n.eng, flightsrv.Options{Version: "bench", Logger: quiet}); err != nil {
@@ -162,7 +162,7 @@ func (n *lakeNode) close() error {
 		errs = append(errs, n.eng.Close())
 	}
 	if n.store != nil {
-		n.store.SetDDLHook(nil)
+		n.store.SetLake(nil)
 		errs = append(errs, n.store.Close())
 	}
 	if c, ok := n.ice.(interface{ Close() error }); ok {

@@ -444,7 +444,7 @@ func flatRound(ctx context.Context, n *lakeNode, t *tables.Table, r int, plan bo
 		return s, nil
 	}
 	start = time.Now()
-	st, err := n.svc.Resolver(n.store).Table(ctx, "", t.Def().Name)
+	st, err := n.store.Table(ctx, "", t.Def().Name)
 	if err != nil {
 		return s, err
 	}

@@ -126,6 +126,37 @@ func (t *Table) ArrowSchemaAt(id int32) (*arrow.Schema, error) {
 // ColumnIndex returns the index of the named column, or -1.
 func (t *Table) ColumnIndex(name string) int { return columnIndex(t.Columns, name) }
 
+// ColumnIndexFold finds a column by name as DuckDB resolves an unquoted
+// name: exactly, else ignoring case; -1 if none.
+func (t *Table) ColumnIndexFold(name string) int {
+	if c := t.ColumnIndex(name); c >= 0 {
+		return c
+	}
+	for i, c := range t.Columns {
+		if strings.EqualFold(c.Name, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// The suffixes of a table's virtual names: "t$lake" is table t's lake layer
+// alone, "t$changelog" its retained log as a changelog.
+const (
+	LakeSuffix      = "$lake"
+	ChangelogSuffix = "$changelog"
+)
+
+// CutSuffixFold returns name without suffix, compared ignoring case, and
+// whether name ended with it after at least one other character.
+func CutSuffixFold(name, suffix string) (string, bool) {
+	n := len(name) - len(suffix)
+	if n > 0 && strings.EqualFold(name[n:], suffix) {
+		return name[:n], true
+	}
+	return name, false
+}
+
 func columnIndex(cols []Column, name string) int {
 	for i, c := range cols {
 		if c.Name == name {

@@ -103,9 +103,17 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 var ErrCorrupt = errors.New("corrupt batch")
 
 // Header holds the fields a producer sets. The server-stamped fields are set
-// by the log on append.
+// by the log on append; the Attributes bits are derived from Codec, Stats
+// and the batch's change types, so only this package composes them.
 type Header struct {
-	Attributes  int16
+	// Codec is the Arrow body compression of the batch's message.
+	Codec Codec
+	// Stats says that a statistics section follows the fixed header
+	// (AppendStatsSection).
+	Stats bool
+	// changeTypes says that RecordCount change types follow (NewBatch).
+	changeTypes bool
+
 	SchemaID    int32
 	WriterID    int64
 	WriterSeq   int32
@@ -232,13 +240,25 @@ func FinishBatch(b []byte, h Header) (Batch, error) {
 	b[offMagic] = byte(MagicV1)
 	le.PutUint64(b[offCommitTS:], 0)
 	le.PutUint32(b[offLeaderEpoch:], 0)
-	le.PutUint16(b[offAttributes:], uint16(h.Attributes))
+	le.PutUint16(b[offAttributes:], uint16(h.attributes()))
 	le.PutUint32(b[offSchemaID:], uint32(h.SchemaID))
 	le.PutUint64(b[offWriterID:], uint64(h.WriterID))
 	le.PutUint32(b[offWriterSeq:], uint32(h.WriterSeq))
 	le.PutUint32(b[offRecordCount:], uint32(h.RecordCount))
 	le.PutUint32(b[offCRC:], crc32.Checksum(b[crcStart:], castagnoli))
 	return Batch(b), nil
+}
+
+// attributes composes the header's Attributes field.
+func (h Header) attributes() int16 {
+	a := int16(h.Codec) & AttrCodecMask
+	if h.Stats {
+		a |= AttrHasStats
+	}
+	if h.changeTypes {
+		a |= AttrHasChangeTypes
+	}
+	return a
 }
 
 // NewBatch builds a batch from its parts in one allocation. stats, if not
@@ -248,11 +268,9 @@ func NewBatch(h Header, stats, changeTypes, arrowMsg []byte) (Batch, error) {
 		if len(changeTypes) != int(h.RecordCount) {
 			return nil, fmt.Errorf("new batch: %d change types for %d records", len(changeTypes), h.RecordCount)
 		}
-		h.Attributes |= AttrHasChangeTypes
+		h.changeTypes = true
 	}
-	if stats != nil {
-		h.Attributes |= AttrHasStats
-	}
+	h.Stats = stats != nil
 	size := HeaderSize + len(changeTypes) + len(arrowMsg)
 	if stats != nil {
 		size += 4 + len(stats)

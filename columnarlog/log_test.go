@@ -76,7 +76,7 @@ func readAll(t testing.TB, l *Log, from int64) []Batch {
 }
 
 func TestBatchBytesPinned(t *testing.T) {
-	b, err := NewBatch(Header{Attributes: int16(CodecZstd), SchemaID: 3, WriterID: 7, WriterSeq: 9, RecordCount: 2},
+	b, err := NewBatch(Header{Codec: CodecZstd, SchemaID: 3, WriterID: 7, WriterSeq: 9, RecordCount: 2},
 		nil, []byte{byte(Insert), byte(Delete)}, []byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0})
 	if err != nil {
 		t.Fatal(err)

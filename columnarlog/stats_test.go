@@ -80,7 +80,7 @@ func TestBatchWithStats(t *testing.T) {
 		t.Fatal(err)
 	}
 	buf = append(buf, msg...)
-	b, err := FinishBatch(buf[start:], Header{Attributes: AttrHasStats, SchemaID: 2, RecordCount: 9})
+	b, err := FinishBatch(buf[start:], Header{Stats: true, SchemaID: 2, RecordCount: 9})
 	if err != nil {
 		t.Fatal(err)
 	}

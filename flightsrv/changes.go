@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/lakestream/lakestream/columnarlog"
+	"github.com/lakestream/lakestream/internal/scan"
 	"github.com/lakestream/lakestream/planner"
 	"github.com/lakestream/lakestream/tables"
 )
@@ -34,7 +34,7 @@ func (s *Server) changesInfo(ctx context.Context, c *planner.Changes, desc *flig
 		return nil, err
 	}
 	info := &flight.FlightInfo{
-		Schema:           flight.SerializeSchema(projectSchema(t.ChangelogSchema(), cols), s.opts.Mem),
+		Schema:           flight.SerializeSchema(mustProject(t.ChangelogSchema(), cols), s.opts.Mem),
 		FlightDescriptor: desc,
 		TotalRecords:     -1,
 		TotalBytes:       -1,
@@ -97,56 +97,38 @@ func fieldIndexFold(s *arrow.Schema, name string) int {
 	return -1
 }
 
-// startOffsets resolves each bucket's first offset.
+// startOffsets resolves each bucket's first offset: the start is read
+// here, resolved by the table.
 func startOffsets(ctx context.Context, t *tables.Table, c *planner.Changes) ([]tables.Range, error) {
-	lg := t.Log()
-	n := lg.Buckets()
-	out := make([]tables.Range, n)
-	ends := lg.CommittedEnds()
-	var listed map[int]int64
-	var at int64
+	var start tables.Start
 	switch {
 	case c.StartTime:
 		ts, err := parseTimestamp(c.Start)
 		if err != nil {
 			return nil, err
 		}
-		at = ts.UnixMicro()
-	case strings.EqualFold(c.Start, "earliest"), strings.EqualFold(c.Start, "latest"):
+		start = tables.Start{At: tables.StartTime, Time: ts.UnixMicro()}
+	case strings.EqualFold(c.Start, "earliest"):
+	case strings.EqualFold(c.Start, "latest"):
+		start.At = tables.StartLatest
 	default:
-		var err error
-		if listed, err = planner.ParseOffsets(c.Start); err != nil {
+		listed, err := planner.ParseOffsets(c.Start)
+		if err != nil {
 			return nil, fmt.Errorf("%w: %v", errInvalid, err)
 		}
 		for b := range listed {
-			if b >= n {
+			if n := t.Log().Buckets(); b >= n {
 				return nil, fmt.Errorf("%w: changes(): bucket %d does not exist (the table has %d)", errInvalid, b, n)
 			}
 		}
+		start = tables.Start{At: tables.StartOffsets, Offsets: listed}
 	}
-	for b := range out {
-		st := lg.Bucket(b).Stats()
-		// The first readable offset: 0 when the lake's history serves what
-		// retention deleted from the log, else the log's retained start.
-		earliest := t.Earliest(b)
-		from := earliest
-		switch {
-		case c.StartTime:
-			off, err := t.OffsetForTime(ctx, b, at)
-			if err != nil {
-				return nil, err
-			}
-			from = max(off, earliest)
-		case strings.EqualFold(c.Start, "latest"):
-			from = ends[b]
-		case listed != nil:
-			if off, ok := listed[b]; ok {
-				from = off
-			}
-		}
-		if from < earliest || from > ends[b] {
-			return nil, fmt.Errorf("changes(): bucket %d offset %d: the table holds [%d, %d) (the log [%d, %d)): %w", b, from, earliest, ends[b], st.Start, ends[b], columnarlog.ErrOffsetOutOfRange)
-		}
+	froms, err := t.StartOffsets(ctx, start)
+	if err != nil {
+		return nil, fmt.Errorf("changes(): %w", err)
+	}
+	out := make([]tables.Range, len(froms))
+	for b, from := range froms {
 		out[b] = tables.Range{Bucket: b, From: from, To: -1}
 	}
 	return out, nil
@@ -196,11 +178,11 @@ func (s *Server) streamChanges(ctx context.Context, tk *ticket, stream flight.Fl
 		}()
 	}
 	defer drain(out, cancel, &followers)
-	w := flight.NewRecordWriter(stream, ipc.WithSchema(projectSchema(schema, tk.Cols)), ipc.WithAllocator(s.opts.Mem))
+	w := flight.NewRecordWriter(stream, ipc.WithSchema(mustProject(schema, tk.Cols)), ipc.WithAllocator(s.opts.Mem))
 	defer w.Close()
 	// An empty first message carries the schema at once, so a client's
 	// execute returns before the first row arrives.
-	empty := emptyRecord(projectSchema(schema, tk.Cols), s)
+	empty := emptyRecord(mustProject(schema, tk.Cols), s)
 	err = w.Write(empty)
 	empty.Release()
 	if err != nil {
@@ -251,6 +233,16 @@ func drain(out chan arrow.RecordBatch, cancel context.CancelFunc, followers *syn
 			return
 		}
 	}
+}
+
+// mustProject is scan.ProjectSchema of columns already checked against
+// schema.
+func mustProject(schema *arrow.Schema, cols []int) *arrow.Schema {
+	out, err := scan.ProjectSchema(schema, cols)
+	if err != nil {
+		panic(err)
+	}
+	return out
 }
 
 // emptyRecord is a zero-row record of schema.

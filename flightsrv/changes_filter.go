@@ -52,7 +52,7 @@ func bindFilter(schema *arrow.Schema, cols []int, where []planner.Condition) ([]
 		return cols, nil, nil
 	}
 	read := append([]int(nil), cols...)
-	f := &changesFilter{out: len(cols), schema: projectSchema(schema, cols)}
+	f := &changesFilter{out: len(cols), schema: mustProject(schema, cols)}
 	for _, c := range where {
 		idx := fieldIndexFold(schema, c.Column)
 		if idx < 0 {

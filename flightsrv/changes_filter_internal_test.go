@@ -116,7 +116,7 @@ func TestChangesFilterSemantics(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v", tc.where, err)
 		}
-		f.out, f.schema = 1, projectSchema(rec.Schema(), []int{0})
+		f.out, f.schema = 1, mustProject(rec.Schema(), []int{0})
 		got, err := f.apply(rec, mem)
 		if err != nil {
 			t.Fatalf("%v: %v", tc.where, err)

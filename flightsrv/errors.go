@@ -55,6 +55,10 @@ func toStatus(err error) error {
 		code = codes.OutOfRange
 	case errors.Is(err, errUnsupported):
 		code = codes.Unimplemented
+	case errors.Is(err, tables.ErrSchemaChanged):
+		code = codes.Aborted // retry the write: it is conformed to the new definition
+	case errors.Is(err, tables.ErrCaptureRace):
+		code = codes.Unavailable // retry the same call
 	}
 	return status.Error(code, err.Error())
 }

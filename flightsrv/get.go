@@ -65,12 +65,10 @@ func (s *Server) streamScan(ctx context.Context, tk *ticket, plain bool, stream 
 	}
 	def := t.Def()
 	cur := def.ArrowSchema()
-	for _, c := range tk.Cols {
-		if c < 0 || c >= cur.NumFields() {
-			return fmt.Errorf("%w: ticket column %d out of range", errInvalid, c)
-		}
+	out, err := scan.ProjectSchema(cur, tk.Cols)
+	if err != nil {
+		return fmt.Errorf("%w: ticket: %v", errInvalid, err)
 	}
-	out := projectSchema(cur, tk.Cols)
 	schemaMsg := ipc.GetSchemaPayload(out, s.opts.Mem)
 	meta := schemaMsg.Meta()
 	err = stream.Send(&flight.FlightData{DataHeader: meta.Bytes()})
@@ -80,12 +78,8 @@ func (s *Server) streamScan(ctx context.Context, tk *ticket, plain bool, stream 
 		return err
 	}
 	if len(tk.Files) > 0 {
-		lake := t.LakeFiles()
-		if lake == nil {
-			return fmt.Errorf("%w: table %s has no lake", errInvalid, def.FullName())
-		}
 		// Decoded (or cached) lake records go out uncompressed.
-		err := lake.ReadFiles(ctx, tk.Snapshot, tk.Files, tk.Cols, func(rec arrow.RecordBatch) error {
+		err := t.ReadLakeFiles(ctx, tk.Snapshot, tk.Files, tk.Cols, func(rec arrow.RecordBatch) error {
 			fd, err := s.recordFlightData(rec, arrowmsg.CodecNone)
 			if err != nil {
 				return err
@@ -163,14 +157,6 @@ func (s *Server) recordFlightData(rec arrow.RecordBatch, codec arrowmsg.Codec) (
 		return nil, err
 	}
 	return &flight.FlightData{DataHeader: meta, DataBody: body}, nil
-}
-
-func projectSchema(s *arrow.Schema, cols []int) *arrow.Schema {
-	fields := make([]arrow.Field, len(cols))
-	for i, c := range cols {
-		fields[i] = s.Field(c)
-	}
-	return arrow.NewSchema(fields, nil)
 }
 
 func isIdentity(cols []int, n int) bool {

@@ -84,41 +84,31 @@ func (s *Server) createFromSchema(ctx context.Context, db, name string, schema *
 	return s.store.Get(ctx, db, name)
 }
 
-// ingest reads the stream, checks each record against the table and
-// writes them in atomic writes of up to MaxWriteBytes. An ingest that fits
-// one write (256 MiB by default) is all or nothing; a larger one commits
-// part by part, and an error leaves the parts written before it.
+// ingest reads the stream into the table's appender, which checks each
+// record against the table and writes them in atomic writes of up to
+// MaxWriteBytes. An ingest that fits one write (256 MiB by default) is all
+// or nothing; a larger one commits part by part, and an error leaves the
+// parts written before it.
 func (s *Server) ingest(ctx context.Context, t *tables.Table, rdr interface {
 	Next() bool
 	RecordBatch() arrow.RecordBatch
 	Err() error
 }) (int64, error) {
-	w := &batchWriter{t: t, ctx: ctx}
-	defer w.release()
+	a := t.NewAppender()
+	defer a.Release()
 	for rdr.Next() {
-		if err := w.add(rdr.RecordBatch()); err != nil {
-			return w.total, err
+		if err := a.Add(ctx, rdr.RecordBatch()); err != nil {
+			return a.Written(), err
 		}
 	}
 	if err := rdr.Err(); err != nil {
 		if _, ok := status.FromError(err); ok {
-			return w.total, err // the checked stream's refusal, with its code
+			return a.Written(), err // the checked stream's refusal, with its code
 		}
-		return w.total, fmt.Errorf("%w: reading the ingest stream: %v", errInvalid, err)
+		return a.Written(), fmt.Errorf("%w: reading the ingest stream: %v", errInvalid, err)
 	}
-	return w.finish()
-}
-
-func recordBytes(rec arrow.RecordBatch) int64 {
-	var n int64
-	for _, c := range rec.Columns() {
-		for _, b := range c.Data().Buffers() {
-			if b != nil {
-				n += int64(b.Len())
-			}
-		}
-	}
-	return n
+	err := a.Flush(ctx)
+	return a.Written(), err
 }
 
 // doPutPath is a plain Flight DoPut for pyarrow.flight users: the

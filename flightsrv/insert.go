@@ -4,16 +4,14 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/apache/arrow-go/v18/arrow"
-
 	"github.com/lakestream/lakestream/catalog"
 	"github.com/lakestream/lakestream/planner"
 	"github.com/lakestream/lakestream/tables"
 )
 
 // execInsert runs INSERT INTO t ... : DuckDB evaluates the source, cast to
-// the target columns' types, and the rows are written to the log as one
-// atomic write per MaxWriteBytes. Each row of argRows is one execution of
+// the target columns' types, and the rows are written through the table's
+// appender (one atomic write per MaxWriteBytes). Each row of argRows is one execution of
 // the statement (a prepared INSERT bound to several parameter rows); a nil
 // argRows runs it once without parameters. It returns the rows written.
 func (s *Server) execInsert(ctx context.Context, ins *planner.Insert, argRows [][]any) (int64, error) {
@@ -24,7 +22,9 @@ func (s *Server) execInsert(ctx context.Context, ins *planner.Insert, argRows []
 	if err != nil {
 		return 0, err
 	}
-	target, err := insertTarget(t.Def(), ins.Columns)
+	a := t.NewAppender()
+	defer a.Release()
+	target, err := insertTarget(a.Def(), ins.Columns)
 	if err != nil {
 		return 0, err
 	}
@@ -35,17 +35,16 @@ func (s *Server) execInsert(ctx context.Context, ins *planner.Insert, argRows []
 	if argRows == nil {
 		argRows = [][]any{nil}
 	}
-	w := &batchWriter{t: t, ctx: ctx}
-	defer w.release()
 	for _, args := range argRows {
-		if err := s.insertRows(ctx, w, query, len(target), args); err != nil {
-			return 0, err
+		if err := s.insertRows(ctx, a, query, len(target), args); err != nil {
+			return a.Written(), err
 		}
 	}
-	return w.finish()
+	err = a.Flush(ctx)
+	return a.Written(), err
 }
 
-func (s *Server) insertRows(ctx context.Context, w *batchWriter, query string, ncols int, args []any) error {
+func (s *Server) insertRows(ctx context.Context, a *tables.Appender, query string, ncols int, args []any) error {
 	rs, schema, err := s.engine.Query(ctx, query, args...)
 	if err != nil {
 		return err
@@ -62,7 +61,7 @@ func (s *Server) insertRows(ctx context.Context, w *batchWriter, query string, n
 		if err != nil {
 			return err
 		}
-		err = w.add(rec)
+		err = a.Add(ctx, rec)
 		rec.Release()
 		if err != nil {
 			return err
@@ -78,7 +77,7 @@ func insertTarget(def *catalog.Table, names []string) ([]catalog.Column, error) 
 	seen := map[int]bool{}
 	out := make([]catalog.Column, len(names))
 	for i, n := range names {
-		c := columnIndexFold(def, n)
+		c := def.ColumnIndexFold(n)
 		if c < 0 {
 			return nil, fmt.Errorf("%w: column %q not found in table %s", errInvalid, n, def.FullName())
 		}
@@ -89,49 +88,4 @@ func insertTarget(def *catalog.Table, names []string) ([]catalog.Column, error) 
 		out[i] = def.Columns[c]
 	}
 	return out, nil
-}
-
-// batchWriter conforms records to a table and writes them in atomic writes
-// of up to the table's MaxWriteBytes.
-type batchWriter struct {
-	t       *tables.Table
-	ctx     context.Context
-	pending []arrow.RecordBatch
-	size    int64
-	total   int64
-}
-
-func (w *batchWriter) add(rec arrow.RecordBatch) error {
-	c, err := w.t.Conform(rec)
-	if err != nil {
-		return err
-	}
-	w.pending = append(w.pending, c)
-	w.size += recordBytes(c)
-	if w.size >= w.t.Limits().MaxWriteBytes {
-		return w.flush()
-	}
-	return nil
-}
-
-func (w *batchWriter) flush() error {
-	n, err := w.t.Write(w.ctx, w.pending)
-	w.release()
-	w.total += n
-	return err
-}
-
-// finish writes what is pending and returns the rows written in all.
-func (w *batchWriter) finish() (int64, error) {
-	if err := w.flush(); err != nil {
-		return w.total, err
-	}
-	return w.total, nil
-}
-
-func (w *batchWriter) release() {
-	for _, r := range w.pending {
-		r.Release()
-	}
-	w.pending, w.size = w.pending[:0], 0
 }

@@ -2,7 +2,6 @@ package flightsrv
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 
 	"github.com/lakestream/lakestream/catalog"
+	"github.com/lakestream/lakestream/internal/scan"
 	"github.com/lakestream/lakestream/planner"
 	"github.com/lakestream/lakestream/tables"
 )
@@ -123,14 +123,15 @@ func (s *Server) describe(ctx context.Context, st *planner.Statement) (*arrow.Sc
 		if err != nil {
 			return nil, nil, err
 		}
-		return projectSchema(t.ChangelogSchema(), cols), emptySchema, nil
+		schema, err := scan.ProjectSchema(t.ChangelogSchema(), cols)
+		return schema, emptySchema, err
 	case planner.KindScan:
 		if s.servesPlain(ctx, st.Scan) {
-			t, cols, _, err := s.resolveScan(ctx, st.Scan)
+			r, err := s.resolveScan(ctx, st.Scan)
 			if err != nil {
 				return nil, nil, err
 			}
-			return projectSchema(t.Def().ArrowSchema(), cols), emptySchema, nil
+			return r.schema, emptySchema, nil
 		}
 	}
 	if s.engine == nil {
@@ -151,11 +152,11 @@ func (s *Server) keepNotNull(ctx context.Context, st *planner.Statement, schema 
 	if st.Kind != planner.KindScan {
 		return schema
 	}
-	t, cols, _, err := s.resolveScan(ctx, st.Scan)
-	if err != nil || len(cols) != schema.NumFields() {
+	r, err := s.resolveScan(ctx, st.Scan)
+	if err != nil || r.schema.NumFields() != schema.NumFields() {
 		return schema
 	}
-	want := projectSchema(t.Def().ArrowSchema(), cols)
+	want := r.schema
 	fields := schema.Fields()
 	for i, f := range fields {
 		w := want.Field(i)
@@ -167,158 +168,97 @@ func (s *Server) keepNotNull(ctx context.Context, st *planner.Statement, schema 
 	return arrow.NewSchema(fields, &md)
 }
 
-func (s *Server) resolveScan(ctx context.Context, ps *planner.PlainScan) (t *tables.Table, cols []int, lakeOnly bool, err error) {
-	if t, lakeOnly, err = s.scanTable(ctx, ps); err != nil {
-		return nil, nil, false, err
-	}
-	def := t.Def()
-	if ps.Columns == nil {
-		cols := make([]int, len(def.Columns))
-		for i := range cols {
-			cols[i] = i
-		}
-		return t, cols, lakeOnly, nil
-	}
-	cols = make([]int, len(ps.Columns))
-	for i, name := range ps.Columns {
-		c := columnIndexFold(def, name)
-		if c < 0 {
-			return nil, nil, false, fmt.Errorf("%w: column %q not found in table %s", errInvalid, name, def.FullName())
-		}
-		cols[i] = c
-	}
-	return t, cols, lakeOnly, nil
+// plainScan is a plain scan resolved: the table, the layer it reads and
+// the columns, with their schema.
+type plainScan struct {
+	t      *tables.Table
+	layer  tables.Layer
+	def    *catalog.Table
+	cols   []int
+	schema *arrow.Schema
 }
 
-// scanTable finds the table a plain scan names: a table of the store, or
-// "t$lake", the lake layer of a tiered table t (lakeOnly).
-func (s *Server) scanTable(ctx context.Context, ps *planner.PlainScan) (t *tables.Table, lakeOnly bool, err error) {
-	t, err = s.store.Get(ctx, ps.DB, ps.Table)
-	if err == nil || !errors.Is(err, catalog.ErrTableNotFound) {
-		return t, false, err
+// resolveScan finds what a plain scan reads: a layer of a table of the
+// store ("t" or "t$lake") and columns of it.
+func (s *Server) resolveScan(ctx context.Context, ps *planner.PlainScan) (*plainScan, error) {
+	t, layer, err := s.store.Resolve(ctx, ps.DB, ps.Table)
+	if err != nil {
+		return nil, err
 	}
-	n := len(ps.Table) - len(tables.LakeSuffix)
-	if n <= 0 || !strings.EqualFold(ps.Table[n:], tables.LakeSuffix) {
-		return nil, false, err
+	r := &plainScan{t: t, layer: layer, def: t.Def()}
+	r.cols = scan.Columns(nil, len(r.def.Columns))
+	if ps.Columns != nil {
+		r.cols = make([]int, len(ps.Columns))
+		for i, name := range ps.Columns {
+			if r.cols[i] = r.def.ColumnIndexFold(name); r.cols[i] < 0 {
+				return nil, fmt.Errorf("%w: column %q not found in table %s", errInvalid, name, r.def.FullName())
+			}
+		}
 	}
-	base, berr := s.store.Get(ctx, ps.DB, ps.Table[:n])
-	if berr != nil || base.LakeFiles() == nil {
-		return nil, false, err
-	}
-	return base, true, nil
+	r.schema, err = scan.ProjectSchema(r.def.ArrowSchema(), r.cols)
+	return r, err
 }
 
 // servesPlain reports whether a plain scan is served from the stored
-// batches and, for a tiered table, the lake's files as they are (scanInfo)
-// rather than by the query engine: the engine serves it when the name is
-// not a table of the store (a system table such as lakestream.tiering, or
-// an unknown name, which the engine reports), and when some of a table's
-// rows are in a lake that has no file reader.
+// batches and the lake's files as they are (scanInfo) rather than by the
+// query engine: it is when the name is a table of the store or its lake
+// layer. Other names (system tables such as lakestream.tiering, unknown
+// names, which the engine reports) go to the engine.
 func (s *Server) servesPlain(ctx context.Context, ps *planner.PlainScan) bool {
 	if s.engine == nil {
 		return true
 	}
-	t, lakeOnly, err := s.scanTable(ctx, ps)
-	if err != nil {
-		return false
-	}
-	return lakeOnly || !tiered(t) || t.LakeFiles() != nil
-}
-
-// tiered reports whether some of t's rows are in the lake.
-func tiered(t *tables.Table) bool {
-	for _, o := range t.Tiered() {
-		if o > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// scanSplit captures what a scan of t reads: for a tiered table the lake
-// split, then the log ranges from its offsets to the committed ends (none
-// for lakeOnly). Should retention have deleted log above the split's
-// offsets in between (a round committed and retention ran), the split is
-// stale and is captured again.
-func scanSplit(ctx context.Context, t *tables.Table, lakeOnly bool) (tables.LakeSplit, []tables.Range, error) {
-	lake := t.LakeFiles()
-	for attempt := 0; ; attempt++ {
-		var split tables.LakeSplit
-		var err error
-		if lake != nil && (tiered(t) || lakeOnly) {
-			if split, err = lake.Split(ctx); err != nil {
-				return split, nil, err
-			}
-		}
-		if lakeOnly {
-			return split, nil, nil
-		}
-		var live []tables.Range
-		stale := false
-		for _, r := range t.Snapshot() {
-			if split.Offsets != nil {
-				stale = stale || r.From > split.Offsets[r.Bucket]
-				r.From = max(r.From, split.Offsets[r.Bucket])
-			}
-			if r.To > r.From {
-				live = append(live, r)
-			}
-		}
-		if !stale {
-			return split, live, nil
-		}
-		if attempt == 2 {
-			return split, nil, fmt.Errorf("scan %s: the log moved past the lake's offsets three times while planning: try again", t.Name())
-		}
-	}
+	_, layer, err := s.store.Resolve(ctx, ps.DB, ps.Table)
+	return err == nil && layer != tables.LayerChangelog
 }
 
 // ticketFileBytes bounds the file paths of one scan ticket: a lake of many
 // files gets more endpoints.
 const ticketFileBytes = 32 << 10
 
-// scanInfo captures what a scan reads and returns one endpoint per group
-// of parts, so clients fetch in parallel. A log table's parts are its
-// buckets' committed ranges. A tiered table's are a lake split (the
-// snapshot's data files, and each bucket's tiered offset) and then the log
-// ranges from those offsets to the committed ends: captured in that order,
-// they hold every row once, and the tickets pin them. "t$lake" reads the
-// split's files alone.
+// scanInfo captures what a scan reads (tables.View: the lake snapshot's
+// data files and the log ranges above its offsets) and returns one
+// endpoint per group of parts, so clients fetch in parallel. The tickets
+// pin the parts: together they read every row of the capture once.
 func (s *Server) scanInfo(ctx context.Context, ps *planner.PlainScan, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
-	t, cols, lakeOnly, err := s.resolveScan(ctx, ps)
+	r, err := s.resolveScan(ctx, ps)
 	if err != nil {
 		return nil, err
 	}
-	def := t.Def()
-	split, live, err := scanSplit(ctx, t, lakeOnly)
+	v, err := r.t.Capture(ctx, r.layer)
 	if err != nil {
 		return nil, err
 	}
-	rows := split.Rows
-	for _, r := range live {
-		rows += r.To - r.From
+	files, err := v.Files(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var rows int64
+	var pathBytes int
+	for _, f := range files {
+		rows += f.Rows
+		pathBytes += len(f.Path)
+	}
+	for _, rg := range v.Ranges {
+		rows += rg.To - rg.From
 	}
 	info := &flight.FlightInfo{
-		Schema:           flight.SerializeSchema(projectSchema(def.ArrowSchema(), cols), s.opts.Mem),
+		Schema:           flight.SerializeSchema(r.schema, s.opts.Mem),
 		FlightDescriptor: desc,
 		TotalRecords:     rows,
 		TotalBytes:       -1,
 	}
-	var pathBytes int
-	for _, f := range split.Files {
-		pathBytes += len(f)
-	}
-	parts := len(split.Files) + len(live)
+	parts := len(files) + len(v.Ranges)
 	groups := min(parts, max(s.opts.MaxEndpoints, pathBytes/ticketFileBytes+1))
 	for g := 0; g < groups; g++ {
-		tk := &ticket{Kind: "scan", Table: def.ID, Schema: def.SchemaID, Cols: cols}
+		tk := &ticket{Kind: "scan", Table: r.def.ID, Schema: r.def.SchemaID, Cols: r.cols}
 		for i := g; i < parts; i += groups {
-			if i < len(split.Files) {
-				tk.Snapshot = split.Snapshot
-				tk.Files = append(tk.Files, split.Files[i])
+			if i < len(files) {
+				tk.Snapshot = v.Lake.ID
+				tk.Files = append(tk.Files, files[i].Path)
 				continue
 			}
-			tk.Ranges = append(tk.Ranges, live[i-len(split.Files)])
+			tk.Ranges = append(tk.Ranges, v.Ranges[i-len(files)])
 		}
 		raw, err := tk.encode()
 		if err != nil {
@@ -416,20 +356,6 @@ func (s *Server) DoPutPreparedStatementUpdate(ctx context.Context, cmd flightsql
 		rows = p.argRows()
 	}
 	return s.execUpdate(ctx, p.stmt, rows)
-}
-
-// columnIndexFold finds a column by name, exactly or else ignoring case, as
-// DuckDB resolves unquoted names.
-func columnIndexFold(def *catalog.Table, name string) int {
-	if c := def.ColumnIndex(name); c >= 0 {
-		return c
-	}
-	for j, col := range def.Columns {
-		if strings.EqualFold(col.Name, name) {
-			return j
-		}
-	}
-	return -1
 }
 
 // describeInsert returns no result columns and the parameters of the

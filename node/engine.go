@@ -1,9 +1,13 @@
 package node
 
 import (
+	"context"
+
 	"github.com/lakestream/lakestream/flightsrv"
 	"github.com/lakestream/lakestream/internal/scan"
 	"github.com/lakestream/lakestream/planner/duck"
+	"github.com/lakestream/lakestream/tables"
+	"github.com/lakestream/lakestream/tiering"
 )
 
 // engine is the query engine for everything that is not DDL or a plain scan.
@@ -12,8 +16,27 @@ type engine interface {
 	Close() error
 }
 
-// newEngine starts embedded DuckDB, locked down, over the node's tables
-// (each a union of its lake and log tail).
+// newEngine starts embedded DuckDB, locked down, over the node's tables.
 func newEngine(res scan.Resolver, cfg Config) (engine, error) {
 	return duck.New(res, duck.Options{Logger: cfg.Logger})
+}
+
+// Resolver is what a node's queries can name: the system tables of the
+// lake service (lakestream.tiering), then the store's tables, each the
+// union of its lake and log tail ("t"), its lake ("t$lake") or its
+// changelog ("t$changelog").
+func Resolver(store *tables.Store, lake *tiering.Service) scan.Resolver {
+	return resolver{store, lake}
+}
+
+type resolver struct {
+	store *tables.Store
+	lake  *tiering.Service
+}
+
+func (r resolver) Table(ctx context.Context, db, name string) (scan.Table, error) {
+	if t := r.lake.SystemTable(db, name); t != nil {
+		return t, nil
+	}
+	return r.store.Table(ctx, db, name)
 }

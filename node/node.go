@@ -89,7 +89,7 @@ func (n *Node) open(ctx context.Context) error {
 	if n.lake, err = tiering.New(ctx, n.ice, store, tiering.Config{Logger: cfg.Logger}); err != nil {
 		return err
 	}
-	if n.engine, err = newEngine(n.lake.Resolver(store), cfg); err != nil {
+	if n.engine, err = newEngine(Resolver(store, n.lake), cfg); err != nil {
 		return err
 	}
 	srv, err := flightsrv.New(store, n.engine, flightsrv.Options{Version: cfg.Version, Logger: cfg.Logger})
@@ -168,7 +168,7 @@ func (n *Node) close() error {
 		errs = append(errs, n.engine.Close())
 	}
 	if n.store != nil {
-		n.store.SetDDLHook(nil)
+		n.store.SetLake(nil)
 		errs = append(errs, n.store.Close())
 	}
 	if c, ok := n.ice.(interface{ Close() error }); ok {

@@ -1,22 +1,14 @@
 package tables
 
 import (
-	"context"
 	"fmt"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lakestream/lakestream/columnarlog"
-	"github.com/lakestream/lakestream/internal/scan"
 )
-
-// ChangelogSuffix names a table's bounded changelog view: "t$changelog"
-// holds the rows committed when the query starts, each with where and when
-// it was committed.
-const ChangelogSuffix = "$changelog"
 
 // changelogFields follow the table's columns in the changelog view.
 var changelogFields = []arrow.Field{
@@ -32,20 +24,6 @@ func changelogSchema(s *arrow.Schema) *arrow.Schema {
 
 // changeTypeNames are the _change_type values, by columnarlog.ChangeType.
 var changeTypeNames = [...]string{"+A", "+I", "-U", "+U", "-D"}
-
-// changelogView is the scan.Table of "t$changelog".
-type changelogView struct{ t *Table }
-
-func (v changelogView) Name() string          { return v.t.Name() + ChangelogSuffix }
-func (v changelogView) Schema() *arrow.Schema { return changelogSchema(v.t.Def().ArrowSchema()) }
-func (v changelogView) Plan(_ context.Context, req scan.Request) (scan.Plan, error) {
-	return v.t.plan(req, true, v.t.Snapshot())
-}
-
-// splitChangelog resolves "t$changelog" to t.
-func splitChangelog(name string) (string, bool) {
-	return strings.CutSuffix(name, ChangelogSuffix)
-}
 
 // decoder returns the part's batch decoder: the table's columns, plus the
 // changelog columns for the changelog view.

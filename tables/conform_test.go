@@ -76,7 +76,7 @@ func TestConformFillsMissingNullableColumns(t *testing.T) {
 	}
 	// And the result writes and reads back.
 	out.Retain()
-	if _, err := tbl.Write(ctxTimeout(t), []arrow.RecordBatch{out}); err != nil {
+	if _, err := tbl.Write(ctxTimeout(t), out); err != nil {
 		t.Fatal(err)
 	}
 	out.Release()

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lakestream/lakestream/columnarlog"
@@ -54,7 +53,7 @@ func TestWriteBatchTooLarge(t *testing.T) {
 	big := events(t, e.mem, 10, 2000)
 	defer small.Release()
 	defer big.Release()
-	_, err := tbl.Write(context.Background(), []arrow.RecordBatch{small, big})
+	_, err := tbl.Write(context.Background(), small, big)
 	if !errors.Is(err, columnarlog.ErrBatchTooLarge) {
 		t.Fatalf("oversized write: %v, want ErrBatchTooLarge", err)
 	}
@@ -90,7 +89,7 @@ func TestConcurrentWrites(t *testing.T) {
 	wg.Wait()
 	want := expectRows(events(t, e.mem, 0, writers*writes*rows))
 	sameRows(t, "after concurrent writes", flatten(readBuckets(t, tbl, allCols(tbl))), want)
-	for _, r := range tbl.Snapshot() {
+	for _, r := range tbl.LogRanges() {
 		var next int64
 		err := tbl.ReadBatches(context.Background(), r, func(b columnarlog.Batch) error {
 			if b.BaseOffset() != next {
@@ -116,7 +115,7 @@ func writeRows(tbl *tables.Table, mem memory.Allocator, from, n int) error {
 		return err
 	}
 	defer c.Release()
-	_, err = tbl.Write(context.Background(), []arrow.RecordBatch{c})
+	_, err = tbl.Write(context.Background(), c)
 	return err
 }
 
@@ -147,7 +146,7 @@ func TestSnapshotSeesWholeWrites(t *testing.T) {
 			return
 		default:
 		}
-		snap := tbl.Snapshot()
+		snap := tbl.LogRanges()
 		var n int64
 		for _, r := range snap {
 			n += r.To - r.From

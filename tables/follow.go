@@ -26,11 +26,11 @@ func (t *Table) Follow(ctx context.Context, bucket int, from int64, cols []int, 
 		return fmt.Errorf("follow %s: bucket %d out of range", t.Name(), bucket)
 	}
 	l := t.log.Bucket(bucket)
-	p, err := t.plan(scan.Request{Columns: cols}, true, nil)
+	p, err := t.plan(t.Def(), scan.Request{Columns: cols}, true, nil)
 	if err != nil {
 		return err
 	}
-	part := &logPart{plan: p.(*logPlan), r: Range{Bucket: bucket}}
+	part := &logPart{plan: p, r: Range{Bucket: bucket}}
 	decode := part.decoder()
 	rd, err := l.NewReader(from)
 	for errors.Is(err, columnarlog.ErrOffsetOutOfRange) {

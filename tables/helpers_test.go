@@ -134,26 +134,15 @@ func (e *env) table(name string) *tables.Table {
 	return tbl
 }
 
-// write conforms recs and writes them as one write; it releases recs.
+// write writes recs as one write; it releases recs.
 func (e *env) write(tbl *tables.Table, recs ...arrow.RecordBatch) int64 {
 	e.t.Helper()
-	conformed := make([]arrow.RecordBatch, 0, len(recs))
 	defer func() {
-		for _, r := range conformed {
-			r.Release()
-		}
 		for _, r := range recs {
 			r.Release()
 		}
 	}()
-	for _, r := range recs {
-		c, err := tbl.Conform(r)
-		if err != nil {
-			e.t.Fatalf("conform: %v", err)
-		}
-		conformed = append(conformed, c)
-	}
-	n, err := tbl.Write(context.Background(), conformed)
+	n, err := tbl.Write(context.Background(), recs...)
 	if err != nil {
 		e.t.Fatalf("write: %v", err)
 	}
@@ -288,7 +277,7 @@ func projectRows(rows []string, cols ...int) []string {
 // ReadBatches and DecodeBatch and returns the rows per bucket.
 func readBuckets(t *testing.T, tbl *tables.Table, cols []int) [][]string {
 	t.Helper()
-	return readRanges(t, tbl, tbl.Snapshot(), cols)
+	return readRanges(t, tbl, tbl.LogRanges(), cols)
 }
 
 func readRanges(t *testing.T, tbl *tables.Table, ranges []tables.Range, cols []int) [][]string {

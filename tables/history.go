@@ -13,8 +13,7 @@ import (
 
 // History serves a table's rows that its log no longer holds: the offsets
 // below each bucket's retained start, which retention deleted once they
-// were tiered. The tiering service provides it from the lake; a
-// subscription that starts there reads the history first and continues in
+// were tiered. Each TableLake is one; a subscription that starts there reads the history first and continues in
 // the log with no gap and no duplicate.
 type History interface {
 	// ReadHistory sends bucket's rows from offset from on, in offset
@@ -29,29 +28,10 @@ type History interface {
 	HistoryOffsetForTime(ctx context.Context, bucket int, ts int64) (int64, error)
 }
 
-type historyRef struct{ h History }
-
-// SetHistory installs the table's history (nil removes it).
-func (t *Table) SetHistory(h History) {
-	if h == nil {
-		t.history.Store(nil)
-		return
-	}
-	t.history.Store(&historyRef{h})
-}
-
-// History returns the table's history, or nil.
-func (t *Table) History() History {
-	if r := t.history.Load(); r != nil {
-		return r.h
-	}
-	return nil
-}
-
 // Earliest returns bucket's first readable offset: 0 when a history
 // covers what the log no longer holds, else the log's retained start.
 func (t *Table) Earliest(bucket int) int64 {
-	if t.History() != nil {
+	if t.Lake() != nil {
 		return 0
 	}
 	return t.log.Bucket(bucket).Stats().Start
@@ -68,7 +48,7 @@ func (t *Table) OffsetForTime(ctx context.Context, bucket int, ts int64) (int64,
 		return 0, err
 	}
 	off = max(off, start)
-	h := t.History()
+	h := t.Lake()
 	if h == nil || off > start || start == 0 {
 		return off, nil
 	}
@@ -84,7 +64,7 @@ func (t *Table) OffsetForTime(ctx context.Context, bucket int, ts int64) (int64,
 // whose log no longer holds it (err is the log's out-of-range error), and
 // returns the offset where the log continues.
 func (t *Table) followHistory(ctx context.Context, bucket int, from int64, cols []int, out chan<- arrow.RecordBatch, err error) (int64, error) {
-	h := t.History()
+	h := t.Lake()
 	if h == nil || from >= t.log.Bucket(bucket).Stats().Start {
 		return 0, err
 	}

@@ -57,7 +57,7 @@ func openPruneBench(b *testing.B) *Table {
 		if err != nil {
 			b.Fatal(err)
 		}
-		_, err = tbl.Write(ctx, []arrow.RecordBatch{c})
+		_, err = tbl.Write(ctx, c)
 		c.Release()
 		if err != nil {
 			b.Fatal(err)

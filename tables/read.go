@@ -23,10 +23,11 @@ type Range struct {
 	From, To int64
 }
 
-// Snapshot captures, for every bucket, the offsets a read started now
-// covers: from the log start to the committed offset. Rows committed later
-// are not part of it.
-func (t *Table) Snapshot() []Range {
+// LogRanges returns, for every bucket, the offsets its log holds now: from
+// the retained start to the committed end. Rows committed later are not
+// part of them. A read of the table captures a View instead, which takes
+// the lake into account.
+func (t *Table) LogRanges() []Range {
 	ends := t.log.CommittedEnds()
 	out := make([]Range, t.log.Buckets())
 	for b := range out {
@@ -74,60 +75,30 @@ func (t *Table) ReadBatches(ctx context.Context, r Range, fn func(columnarlog.Ba
 	}
 }
 
-// EstimatedRows is the number of rows a scan started now would read,
-// before pruning: the offsets below each bucket's committed end.
-func (t *Table) EstimatedRows() int64 {
-	var n int64
-	for _, r := range t.Snapshot() {
-		n += r.To - r.From
-	}
-	return n
-}
-
 // Name is "db.table".
 func (t *Table) Name() string { return t.Def().FullName() }
 
 // Schema is the current schema.
 func (t *Table) Schema() *arrow.Schema { return t.Def().ArrowSchema() }
 
-// Plan captures a decoded scan of the log: one part per bucket.
-func (t *Table) Plan(ctx context.Context, req scan.Request) (scan.Plan, error) {
-	return t.plan(req, false, t.Snapshot())
-}
-
-// PlanRanges is Plan over the given offset ranges only, one part per
-// range: the union read uses it for the log tail above the lake.
-func (t *Table) PlanRanges(req scan.Request, ranges []Range) (scan.Plan, error) {
-	return t.plan(req, false, ranges)
-}
-
-// plan captures a scan of ranges of the table, or of its changelog view,
-// whose schema is the table's followed by changelogFields.
-func (t *Table) plan(req scan.Request, changelog bool, ranges []Range) (scan.Plan, error) {
-	def := t.Def()
-	schema := def.ArrowSchema()
+// plan plans a decoded read of the table's log ranges as of def, or of its
+// changelog view, whose schema is the table's followed by changelogFields:
+// one part per range. nil ranges leave the parts to the caller (Follow).
+func (t *Table) plan(def *catalog.Table, req scan.Request, changelog bool, ranges []Range) (*logPlan, error) {
+	schema := layerSchema(def, LayerTable)
 	if changelog {
-		schema = changelogSchema(schema)
+		schema = layerSchema(def, LayerChangelog)
 	}
-	cols := req.Columns
-	if cols == nil {
-		cols = make([]int, schema.NumFields())
-		for i := range cols {
-			cols[i] = i
-		}
-	}
-	fields := make([]arrow.Field, len(cols))
-	for i, c := range cols {
-		if c < 0 || c >= schema.NumFields() {
-			return nil, fmt.Errorf("scan %s: column %d out of range", def.FullName(), c)
-		}
-		fields[i] = schema.Field(c)
+	cols := scan.Columns(req.Columns, schema.NumFields())
+	out, err := scan.ProjectSchema(schema, cols)
+	if err != nil {
+		return nil, fmt.Errorf("scan %s: %w", def.FullName(), err)
 	}
 	prune, err := newPruner(def, schema, req.Filters)
 	if err != nil {
 		return nil, fmt.Errorf("scan %s: %w", def.FullName(), err)
 	}
-	p := &logPlan{t: t, def: def, cols: cols, schema: arrow.NewSchema(fields, nil), changelog: changelog, prune: prune}
+	p := &logPlan{t: t, def: def, cols: cols, schema: out, changelog: changelog, prune: prune}
 	// A scan whose columns would not fit in the cache reads around it: in
 	// an LRU, a scan larger than the cache only evicts what the next one
 	// would have found (8 bytes a value is a floor of the decoded size).

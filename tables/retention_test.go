@@ -53,7 +53,7 @@ func TestRetentionKeepsUntieredData(t *testing.T) {
 			b.Append(int64(i))
 			col := b.NewArray()
 			rec := array.NewRecordBatch(schema, []arrow.Array{col}, 1)
-			if _, err := tbl.Write(ctx, []arrow.RecordBatch{rec}); err != nil {
+			if _, err := tbl.Write(ctx, rec); err != nil {
 				t.Fatal(err)
 			}
 			rec.Release()

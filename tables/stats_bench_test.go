@@ -95,7 +95,7 @@ func encodeWithoutStats(rec arrow.RecordBatch, codec arrowmsg.Codec) (columnarlo
 		return nil, err
 	}
 	return columnarlog.FinishBatch(buf[start:], columnarlog.Header{
-		Attributes:  int16(codec) & columnarlog.AttrCodecMask,
+		Codec:       columnarlog.Codec(codec),
 		SchemaID:    1,
 		RecordCount: int32(rec.NumRows()),
 	})

@@ -9,12 +9,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lakestream/lakestream/catalog"
 	"github.com/lakestream/lakestream/columnarlog"
-	"github.com/lakestream/lakestream/internal/scan"
 )
 
 // Config configures a Store. Zero fields take their defaults.
@@ -41,13 +41,14 @@ type Store struct {
 	cat   *catalog.Catalog
 	cache *Cache
 
+	lake atomic.Pointer[lakeRef] // SetLake
+
 	mu   sync.Mutex
 	open map[int64]*Table
-	hook DDLHook
 }
 
-// DDLHook is told of each table change once the catalog holds it. The lake
-// uses it to keep the Iceberg table in step with the definition.
+// DDLHook is told of each table change once the catalog holds it (the
+// lake, Lake, uses it to keep the Iceberg table in step).
 type DDLHook interface {
 	// TableCreated runs after CREATE TABLE; an error undoes the CREATE.
 	TableCreated(ctx context.Context, def *catalog.Table) error
@@ -59,17 +60,12 @@ type DDLHook interface {
 	DatabaseDropped(ctx context.Context, db string) error
 }
 
-// SetDDLHook sets the hook told of table changes; nil removes it.
-func (s *Store) SetDDLHook(h DDLHook) {
-	s.mu.Lock()
-	s.hook = h
-	s.mu.Unlock()
-}
-
+// ddlHook is the lake's, or nil.
 func (s *Store) ddlHook() DDLHook {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.hook
+	if l := s.lakeLayer(); l != nil {
+		return l
+	}
+	return nil
 }
 
 // Tables returns the open tables.
@@ -130,7 +126,11 @@ func (s *Store) openTable(def *catalog.Table) (*Table, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if t, ok := s.open[def.ID]; ok {
-		t.def.Store(def)
+		// Only forward: a caller that read the catalog before an ADD
+		// COLUMN must not put the older definition back.
+		if def.SchemaID > t.Def().SchemaID {
+			t.setDef(def)
+		}
 		return t, nil
 	}
 	opts := s.cfg.Log
@@ -139,7 +139,7 @@ func (s *Store) openTable(def *catalog.Table) (*Table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open table %s: %w", def.FullName(), err)
 	}
-	t := &Table{log: tl, mem: s.cfg.Mem, cache: s.cache, limit: s.cfg.Limits}
+	t := &Table{store: s, log: tl, mem: s.cfg.Mem, cache: s.cache, limit: s.cfg.Limits}
 	t.def.Store(def)
 	s.open[def.ID] = t
 	return t, nil
@@ -175,23 +175,6 @@ func (s *Store) Get(ctx context.Context, db, name string) (*Table, error) {
 		return nil, err
 	}
 	return s.openTable(def)
-}
-
-// Table resolves a table for the planner; "t$changelog" is t's changelog
-// view.
-func (s *Store) Table(ctx context.Context, db, name string) (scan.Table, error) {
-	base, changelog := splitChangelog(name)
-	t, err := s.Get(ctx, db, base)
-	if err == nil && changelog {
-		return changelogView{t}, nil
-	}
-	if errors.Is(err, catalog.ErrTableNotFound) {
-		return nil, fmt.Errorf("%w: %v", scan.ErrTableNotFound, err)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return t, nil
 }
 
 func defaultDB(db string) string {

@@ -193,7 +193,7 @@ func TestReopenKeepsEverything(t *testing.T) {
 	e.write(tbl, events(t, e.mem, 0, 400))
 	e.write(tbl, events(t, e.mem, 400, 100))
 	before := readBuckets(t, tbl, allCols(tbl))
-	snap := tbl.Snapshot()
+	snap := tbl.LogRanges()
 	goneDir := tableDir(e, e.table("gone").Def().ID)
 	e.mustExec("DROP TABLE gone")
 
@@ -203,7 +203,7 @@ func TestReopenKeepsEverything(t *testing.T) {
 	if def.Options.BucketNum != 4 || def.Options.LogCompression != catalog.CompressionLZ4 || len(def.Options.BucketKey) != 1 {
 		t.Errorf("options after reopen: %+v", def.Options)
 	}
-	if got := tbl.Snapshot(); len(got) != len(snap) {
+	if got := tbl.LogRanges(); len(got) != len(snap) {
 		t.Fatalf("snapshot after reopen %v, before %v", got, snap)
 	} else {
 		for i := range got {
@@ -254,7 +254,7 @@ func TestOpenRemovesOrphanDirectories(t *testing.T) {
 func decodeAll(t *testing.T, tbl *tables.Table, cols []int) ([]string, bool) {
 	t.Helper()
 	var rows []string
-	for _, r := range tbl.Snapshot() {
+	for _, r := range tbl.LogRanges() {
 		err := tbl.ReadBatches(context.Background(), r, func(b columnarlog.Batch) error {
 			rec, err := safeDecode(tbl, b, cols)
 			if err != nil {

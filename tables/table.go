@@ -19,35 +19,20 @@ import (
 
 // Table is an open table: its definition and its bucket logs.
 type Table struct {
-	def   atomic.Pointer[catalog.Table]
+	store *Store
 	log   *columnarlog.TableLog
 	mem   memory.Allocator
 	cache *Cache        // decoded columns of read batches; nil: none
 	rr    atomic.Uint64 // round-robin bucket of the next keyless batch
 	limit Limits
-	// tiered is each bucket's tiered offset, as last committed to the lake
-	// (nil until the tiering service has read it): log retention keeps
-	// every offset at or above it.
-	tiered atomic.Pointer[[]int64]
-	// history serves offsets the log no longer holds (history.go).
-	history atomic.Pointer[historyRef]
-	// lakeFiles reads the lake's files for plain scans (lakefiles.go).
-	lakeFiles atomic.Pointer[lakeFilesRef]
-}
 
-// SetTiered records each bucket's tiered offset: the offsets below it are
-// in the lake, so retention may delete their segments once old enough.
-func (t *Table) SetTiered(offsets []int64) {
-	o := append([]int64(nil), offsets...)
-	t.tiered.Store(&o)
-}
-
-// Tiered returns each bucket's tiered offset, or nil if none is known yet.
-func (t *Table) Tiered() []int64 {
-	if p := t.tiered.Load(); p != nil {
-		return *p
-	}
-	return nil
+	// defMu orders definition changes against appends: an append holds it
+	// shared from its schema check to the log's acknowledgement, and a new
+	// definition (ADD COLUMN) is stored holding it exclusively. So a batch
+	// is never stored under a schema version other than the one it was
+	// encoded for (append.go).
+	defMu sync.RWMutex
+	def   atomic.Pointer[catalog.Table]
 }
 
 // Limits bound what one write may carry.
@@ -60,33 +45,15 @@ type Limits struct {
 // Def is the table's current definition.
 func (t *Table) Def() *catalog.Table { return t.def.Load() }
 
+// setDef stores a new definition once no append is in flight.
+func (t *Table) setDef(def *catalog.Table) {
+	t.defMu.Lock()
+	t.def.Store(def)
+	t.defMu.Unlock()
+}
+
 // Log is the table's bucket logs.
 func (t *Table) Log() *columnarlog.TableLog { return t.log }
-
-// Conform checks rec against the table's current schema and returns it as a
-// record of that schema (see conform). The caller releases the result.
-func (t *Table) Conform(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
-	def := t.Def()
-	return conform(def.FullName(), def.ArrowSchema(), rec, t.mem)
-}
-
-// Write appends records, already conformed to the current schema, as one
-// atomic write: after a crash all of their rows are there or none. It
-// returns once the rows are durable and visible.
-func (t *Table) Write(ctx context.Context, recs []arrow.RecordBatch) (int64, error) {
-	def := t.Def()
-	parts, rows, err := t.encode(ctx, def, recs)
-	if err != nil {
-		return 0, err
-	}
-	if rows == 0 {
-		return 0, nil
-	}
-	if _, err := t.log.Append(parts); err != nil {
-		return 0, fmt.Errorf("write to %s: %w", def.FullName(), err)
-	}
-	return rows, nil
-}
 
 // encode splits the records by bucket and encodes each piece as a log
 // batch, compressing in parallel.
@@ -177,7 +144,8 @@ func encodeBatch(rec arrow.RecordBatch, schemaID int32, codec arrowmsg.Codec, me
 		return nil, err
 	}
 	return columnarlog.FinishBatch(buf[start:], columnarlog.Header{
-		Attributes:  int16(codec)&columnarlog.AttrCodecMask | columnarlog.AttrHasStats,
+		Codec:       columnarlog.Codec(codec),
+		Stats:       true,
 		SchemaID:    schemaID,
 		RecordCount: int32(rec.NumRows()),
 	})
@@ -219,9 +187,6 @@ func parallel(ctx context.Context, n int, fn func(i int) error) error {
 	}
 	return errors.Join(errs...)
 }
-
-// Limits are the table's write limits.
-func (t *Table) Limits() Limits { return t.limit }
 
 // DecodeBatch decodes a stored batch into a record of the current schema's
 // columns cols; columns added after the batch was written are nulls.

@@ -2,6 +2,7 @@ package tables_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"testing"
@@ -32,7 +33,7 @@ func TestWriteBucketsByKeyHash(t *testing.T) {
 	keyBucket := map[int64]int{}
 	ctx := context.Background()
 	counts := make([]int, 4)
-	for _, r := range tbl.Snapshot() {
+	for _, r := range tbl.LogRanges() {
 		err := tbl.ReadBatches(ctx, r, func(b columnarlog.Batch) error {
 			rec, err := tbl.DecodeBatch(b, []int{0})
 			if err != nil {
@@ -85,7 +86,7 @@ func TestWriteKeylessRoundRobin(t *testing.T) {
 
 	batches := make([]int, 4)
 	rows := make([]int64, 4)
-	for _, r := range tbl.Snapshot() {
+	for _, r := range tbl.LogRanges() {
 		err := tbl.ReadBatches(context.Background(), r, func(b columnarlog.Batch) error {
 			batches[r.Bucket]++
 			rows[r.Bucket] += int64(b.RecordCount())
@@ -111,11 +112,11 @@ func TestWriteEmpty(t *testing.T) {
 	if n := e.write(tbl, events(t, e.mem, 0, 0)); n != 0 {
 		t.Errorf("wrote %d rows, want 0", n)
 	}
-	n, err := tbl.Write(context.Background(), nil)
+	n, err := tbl.Write(context.Background())
 	if n != 0 || err != nil {
 		t.Errorf("Write(nil) = %d, %v; want 0, nil", n, err)
 	}
-	for _, r := range tbl.Snapshot() {
+	for _, r := range tbl.LogRanges() {
 		if r.To != r.From {
 			t.Errorf("bucket %d holds [%d, %d) after empty writes", r.Bucket, r.From, r.To)
 		}
@@ -131,7 +132,7 @@ func TestSnapshotReadsExactlyWrittenRows(t *testing.T) {
 	want := expectRows(events(t, e.mem, 0, 300), events(t, e.mem, 300, 7))
 	e.write(tbl, events(t, e.mem, 0, 300), events(t, e.mem, 300, 7))
 
-	before := tbl.Snapshot()
+	before := tbl.LogRanges()
 	var committed int64
 	for _, r := range before {
 		committed += r.To - r.From
@@ -305,7 +306,7 @@ func TestCodecsReadBack(t *testing.T) {
 			tbl := e.table("ev")
 			e.write(tbl, events(t, e.mem, 0, 1000))
 			want := expectRows(events(t, e.mem, 0, 1000))
-			for _, r := range tbl.Snapshot() {
+			for _, r := range tbl.LogRanges() {
 				err := tbl.ReadBatches(context.Background(), r, func(b columnarlog.Batch) error {
 					if b.Codec() != codec.want {
 						t.Errorf("batch codec %v, want %v", b.Codec(), codec.want)
@@ -333,7 +334,7 @@ func TestDecodedRecordsOutliveReadBuffer(t *testing.T) {
 		e.write(tbl, events(t, e.mem, i*100, 100))
 	}
 	var kept []arrow.RecordBatch
-	for _, r := range tbl.Snapshot() {
+	for _, r := range tbl.LogRanges() {
 		err := tbl.ReadBatches(context.Background(), r, func(b columnarlog.Batch) error {
 			rec, err := tbl.DecodeBatch(b, allCols(tbl))
 			kept = append(kept, rec)
@@ -364,4 +365,44 @@ func colsName(cols []int) string {
 		s += strconv.Itoa(c)
 	}
 	return s
+}
+
+// An appender keeps the definition it conformed against: a write whose
+// table changed underneath it (ADD COLUMN) is refused whole, and a new
+// appender conforms to the new definition.
+func TestAppenderRefusesAWriteWhoseSchemaChanged(t *testing.T) {
+	e := newEnv(t, vfs.NewMem())
+	e.mustExec("CREATE TABLE ev " + eventsCols + " WITH ('bucket.num'='2', 'bucket.key'='id')")
+	tbl := e.table("ev")
+	ctx := context.Background()
+	a := tbl.NewAppender()
+	defer a.Release()
+	rec := events(t, e.mem, 0, 10)
+	defer rec.Release()
+	if err := a.Add(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	e.mustExec("ALTER TABLE ev ADD COLUMN note VARCHAR")
+	if err := a.Flush(ctx); !errors.Is(err, tables.ErrSchemaChanged) || a.Written() != 0 {
+		t.Fatalf("flush after ADD COLUMN: %v (%d rows written), want ErrSchemaChanged and nothing written", err, a.Written())
+	}
+	if rows := flatten(readBuckets(t, tbl, allCols(tbl))); len(rows) != 0 {
+		t.Fatalf("the refused write stored %d rows", len(rows))
+	}
+	b := tbl.NewAppender()
+	defer b.Release()
+	if b.Def().SchemaID == a.Def().SchemaID {
+		t.Fatalf("a new appender conforms to schema %d, the old one", b.Def().SchemaID)
+	}
+	if err := b.Add(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Flush(ctx); err != nil || b.Written() != 10 {
+		t.Fatalf("retried write: %v, %d rows", err, b.Written())
+	}
+	want := expectRows(rec)
+	for i := range want {
+		want[i] += "|(null)"
+	}
+	sameRows(t, "after the retry", sorted(flatten(readBuckets(t, tbl, allCols(tbl)))), sorted(want))
 }

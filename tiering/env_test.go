@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
@@ -84,7 +83,7 @@ func (e *lakeEnv) startService() {
 // memory) and opens a new one with cfg.
 func (e *lakeEnv) restart(cfg Config) {
 	e.t.Helper()
-	e.store.SetDDLHook(nil)
+	e.store.SetLake(nil)
 	e.cfg = cfg
 	e.startService()
 }
@@ -125,7 +124,7 @@ func (e *lakeEnv) ingest(name string, from, n int) {
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	if _, err := t.Write(context.Background(), []arrow.RecordBatch{rec}); err != nil {
+	if _, err := t.Write(context.Background(), rec); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -144,7 +143,7 @@ type totals struct{ n, sum, distinct int64 }
 
 func (e *lakeEnv) totals(name string) totals {
 	e.t.Helper()
-	st, err := e.svc.Resolver(e.store).Table(context.Background(), "", name)
+	st, err := e.store.Table(context.Background(), "", name)
 	if err != nil {
 		e.t.Fatal(err)
 	}

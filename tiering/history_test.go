@@ -177,7 +177,7 @@ func TestHandOffInterleavedPartitions(t *testing.T) {
 		}
 		rec := b.NewRecordBatch()
 		b.Release()
-		if _, err := tbl.Write(context.Background(), []arrow.RecordBatch{rec}); err != nil {
+		if _, err := tbl.Write(context.Background(), rec); err != nil {
 			t.Fatal(err)
 		}
 		rec.Release()

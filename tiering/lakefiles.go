@@ -12,76 +12,66 @@ import (
 	"github.com/lakestream/lakestream/tables"
 )
 
-// Split implements tables.LakeFiles: the snapshot and the offsets of one
-// lake state, and the snapshot's data files.
-func (h lakeReader) Split(ctx context.Context) (tables.LakeSplit, error) {
-	st := h.lt.state.Load()
-	split := tables.LakeSplit{Offsets: append([]int64(nil), st.offsets...)}
-	snap := st.tbl.CurrentSnapshot()
-	if snap == nil {
-		return split, nil
+// Table implements tables.Lake: the lake of the table with id, nil when it
+// does not tier.
+func (s *Service) Table(id int64) tables.TableLake {
+	lt := s.lookup(id)
+	if lt == nil {
+		return nil
 	}
-	tasks, err := st.tbl.Scan().PlanFiles(ctx)
-	if err != nil {
-		return split, fmt.Errorf("plan lake scan of %s: %w", h.lt.t.Name(), err)
-	}
-	split.Snapshot = snap.SnapshotID
-	for _, task := range tasks {
-		split.Files = append(split.Files, task.File.FilePath())
-		split.Rows += task.File.Count()
-	}
-	return split, nil
+	return lakeReader{s: s, lt: lt}
 }
 
-// ReadFiles implements tables.LakeFiles. The paths come from a client's
-// ticket: each must be a data file of the snapshot, found by planning it.
-// The files are read as a union read's lake parts are (through the read
-// cache), in the table's types.
-func (h lakeReader) ReadFiles(ctx context.Context, snapshot int64, paths []string, cols []int, send func(arrow.RecordBatch) error) error {
+// Snapshot implements tables.TableLake: the snapshot and the offsets of
+// the table's current lake state.
+func (h lakeReader) Snapshot() tables.LakeSnapshot {
 	st := h.lt.state.Load()
-	t := h.lt.t
-	snap := st.tbl.SnapshotByID(snapshot)
-	if snap == nil {
-		return fmt.Errorf("lake snapshot %d of %s is no longer kept (expired by maintenance): plan the scan again", snapshot, t.Name())
-	}
-	// A scan of a snapshot reads it in the snapshot's schema: a column
-	// added since is not selected, and reads as nulls (conformLakeRecord).
-	snapSchema := st.tbl.Schema()
-	for _, sc := range st.tbl.Metadata().Schemas() {
-		if snap.SchemaID != nil && sc.ID == *snap.SchemaID {
-			snapSchema = sc
+	out := tables.LakeSnapshot{Offsets: append([]int64(nil), st.offsets...)}
+	if snap := st.tbl.CurrentSnapshot(); snap != nil {
+		out.ID = snap.SnapshotID
+		if snap.Summary != nil {
+			out.Rows = snapshotRecords(snap)
 		}
 	}
-	out, err := projectColumns(t.Schema(), cols, t.Name())
+	return out
+}
+
+// Files implements tables.TableLake.
+func (h lakeReader) Files(ctx context.Context, snapshot int64) ([]tables.LakeFile, error) {
+	st := h.lt.state.Load()
+	if st.tbl.SnapshotByID(snapshot) == nil {
+		return nil, fmt.Errorf("lake snapshot %d of %s is no longer kept (expired by maintenance): plan the scan again", snapshot, h.lt.t.Name())
+	}
+	tasks, err := st.tbl.Scan(table.WithSnapshotID(snapshot)).PlanFiles(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("plan lake snapshot %d of %s: %w", snapshot, h.lt.t.Name(), err)
+	}
+	files := make([]tables.LakeFile, len(tasks))
+	for i, task := range tasks {
+		files[i] = tables.LakeFile{Path: task.File.FilePath(), Rows: task.File.Count()}
+	}
+	return files, nil
+}
+
+// ReadFiles implements tables.TableLake. The paths come from a client's
+// ticket: each must be a data file of the snapshot, found by planning it.
+// The files are read as the engine's lake parts are (through the read
+// cache), in the table's types.
+func (h lakeReader) ReadFiles(ctx context.Context, snapshot int64, paths []string, cols []int, send func(arrow.RecordBatch) error) error {
+	r, err := h.planSnapshot(ctx, snapshot, cols, nil)
 	if err != nil {
 		return err
 	}
-	var names []string
-	for _, f := range out.Fields() {
-		if _, ok := snapSchema.FindFieldByNameCaseInsensitive(f.Name); ok {
-			names = append(names, f.Name)
-		}
-	}
-	if len(names) == 0 { // only new columns: read one to count the rows
-		names = append(names, snapSchema.Field(0).Name)
-	}
-	read := st.tbl.Scan(table.WithSnapshotID(snapshot), table.WithSelectedFields(names...), table.WithCaseSensitive(false))
-	tasks, err := read.PlanFiles(ctx)
-	if err != nil {
-		return fmt.Errorf("plan lake snapshot %d of %s: %w", snapshot, t.Name(), err)
-	}
-	byPath := make(map[string]table.FileScanTask, len(tasks))
-	for _, task := range tasks {
-		task.Residual = nil
+	byPath := make(map[string]table.FileScanTask, len(r.tasks))
+	for _, task := range r.tasks {
 		byPath[task.File.FilePath()] = task
 	}
 	for _, path := range paths {
 		task, ok := byPath[path]
 		if !ok {
-			return fmt.Errorf("%q is not a data file of lake snapshot %d of %s", path, snapshot, t.Name())
+			return fmt.Errorf("%q is not a data file of lake snapshot %d of %s", path, snapshot, h.lt.t.Name())
 		}
-		part := &lakePart{scan: read, task: task, out: out, cols: cols, s: h.s, table: t.Def().ID}
-		if err := sendPart(ctx, part, send); err != nil {
+		if err := sendPart(ctx, r.part(h, task), send); err != nil {
 			return err
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
@@ -125,7 +124,7 @@ func TestUnionPrunesLakeFiles(t *testing.T) {
 		e.ingest("bars", i*1000, 1000)
 		e.round("bars")
 	}
-	st, err := e.svc.Resolver(e.store).Table(context.Background(), "", "bars$lake")
+	st, err := e.store.Table(context.Background(), "", "bars$lake")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,11 +166,11 @@ func TestLakeFilterKeepsNaNAsSQLDoes(t *testing.T) {
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	if _, err := tbl.Write(context.Background(), []arrow.RecordBatch{rec}); err != nil {
+	if _, err := tbl.Write(context.Background(), rec); err != nil {
 		t.Fatal(err)
 	}
 	e.round("bars")
-	st, err := e.svc.Resolver(e.store).Table(context.Background(), "", "bars$lake")
+	st, err := e.store.Table(context.Background(), "", "bars$lake")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +225,7 @@ func TestLakeColumnsCached(t *testing.T) {
 	if second.Hits <= first.Hits || second.Misses != first.Misses {
 		t.Fatalf("second read: cache %+v after %+v", second, first)
 	}
-	st, err := e.svc.Resolver(e.store).Table(context.Background(), "", "bars$lake")
+	st, err := e.store.Table(context.Background(), "", "bars$lake")
 	if err != nil {
 		t.Fatal(err)
 	}

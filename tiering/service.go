@@ -54,8 +54,10 @@ func (c *Config) ensureDefaults() {
 	c.Maintenance.ensureDefaults()
 }
 
-// Service tiers the tables of a store into an Iceberg catalog and serves
-// union reads. It implements tables.DDLHook.
+// Service tiers the tables of a store into an Iceberg catalog and is the
+// store's lake layer: it implements tables.Lake, so reads, subscriptions
+// and log retention of the store's tables find each table's lake through
+// it.
 type Service struct {
 	cfg   Config
 	cat   icecatalog.Catalog
@@ -101,7 +103,8 @@ type lakeState struct {
 
 // New opens the lake side of every table of store that tiers
 // (datalake.enabled), creating missing Iceberg tables and reading back each
-// one's tiered offsets, and registers itself as the store's DDL hook.
+// one's tiered offsets, and attaches itself to store as its lake
+// (tables.Store.SetLake).
 func New(ctx context.Context, cat icecatalog.Catalog, store *tables.Store, cfg Config) (*Service, error) {
 	cfg.ensureDefaults()
 	s := &Service{cfg: cfg, cat: cat, store: store, cache: store.Cache(), tables: map[int64]*lakeTable{}}
@@ -115,7 +118,7 @@ func New(ctx context.Context, cat icecatalog.Catalog, store *tables.Store, cfg C
 		}
 		lt.atStart = true
 	}
-	store.SetDDLHook(s)
+	store.SetLake(s)
 	return s, nil
 }
 
@@ -130,10 +133,6 @@ func (s *Service) open(ctx context.Context, t *tables.Table) (*lakeTable, error)
 		return nil, err
 	}
 	lt.state.Store(st)
-	t.SetTiered(st.offsets)
-	r := lakeReader{s: s, lt: lt}
-	t.SetHistory(r)
-	t.SetLakeFiles(r)
 	s.mu.Lock()
 	s.tables[def.ID] = lt
 	s.mu.Unlock()

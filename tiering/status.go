@@ -120,23 +120,17 @@ func (statusTable) Schema() *arrow.Schema { return statusSchema }
 func (st statusTable) Plan(ctx context.Context, req scan.Request) (scan.Plan, error) {
 	rec := statusRecord(st.s.Status(), memory.DefaultAllocator)
 	defer rec.Release()
-	cols := req.Columns
-	if cols == nil {
-		cols = make([]int, statusSchema.NumFields())
-		for i := range cols {
-			cols[i] = i
-		}
+	cols := scan.Columns(req.Columns, statusSchema.NumFields())
+	schema, err := scan.ProjectSchema(statusSchema, cols)
+	if err != nil {
+		return nil, fmt.Errorf("scan %s: %w", st.Name(), err)
 	}
-	fields := make([]arrow.Field, len(cols))
 	arrs := make([]arrow.Array, len(cols))
 	for i, c := range cols {
-		if c < 0 || c >= statusSchema.NumFields() {
-			return nil, fmt.Errorf("scan %s: column %d out of range", st.Name(), c)
-		}
-		fields[i], arrs[i] = statusSchema.Field(c), rec.Column(c)
+		arrs[i] = rec.Column(c)
 	}
-	out := array.NewRecordBatch(arrow.NewSchema(fields, nil), arrs, rec.NumRows())
-	return &unionPlan{schema: out.Schema(), parts: []scan.Part{onePart{out}}}, nil
+	out := array.NewRecordBatch(schema, arrs, rec.NumRows())
+	return scan.NewPlan(schema, []scan.Part{onePart{out}}), nil
 }
 
 func statusRecord(rows []BucketStatus, mem memory.Allocator) arrow.RecordBatch {

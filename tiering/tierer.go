@@ -84,7 +84,6 @@ func (s *Service) reload(ctx context.Context, lt *lakeTable) error {
 		return fmt.Errorf("lake table %s: %w", lt.t.Name(), err)
 	}
 	lt.state.Store(st)
-	lt.t.SetTiered(st.offsets)
 	return nil
 }
 
@@ -174,7 +173,6 @@ func (s *Service) tryRound(ctx context.Context, lt *lakeTable) (RoundResult, err
 	}
 	lt.lastCommitNs.Store(int64(res.Commit))
 	lt.state.Store(&lakeState{tbl: next, offsets: res.To})
-	t.SetTiered(res.To)
 	return res, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -13,92 +12,15 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/lakestream/lakestream/internal/scan"
-	"github.com/lakestream/lakestream/tables"
 )
 
-// lakeSuffix names a table's lake layer: SELECT ... FROM "t$lake".
-const lakeSuffix = tables.LakeSuffix
-
-// Resolver resolves table names for the query engine: a table that tiers is
-// the union of its lake and log tail, "t$lake" its lake layer only; every
-// other name goes to base.
-func (s *Service) Resolver(base *tables.Store) scan.Resolver {
-	return resolver{s: s, base: base}
-}
-
-type resolver struct {
-	s    *Service
-	base *tables.Store
-}
-
-func (r resolver) Table(ctx context.Context, db, name string) (scan.Table, error) {
+// SystemTable returns the system table db.name the service serves
+// ("lakestream.tiering", each bucket's tiering state), or nil.
+func (s *Service) SystemTable(db, name string) scan.Table {
 	if isStatusTable(db, name) {
-		return statusTable{r.s}, nil
+		return statusTable{s}
 	}
-	if n, ok := cutSuffixFold(name, lakeSuffix); ok {
-		t, err := r.base.Get(ctx, db, n)
-		if err != nil {
-			return r.base.Table(ctx, db, n) // the store's not-found error
-		}
-		lt := r.s.lookup(t.Def().ID)
-		if lt == nil {
-			return nil, fmt.Errorf("%w: table %s is not tiered into the lake (datalake.enabled is false)", scan.ErrTableNotFound, t.Name())
-		}
-		return &unionTable{s: r.s, lt: lt, lakeOnly: true}, nil
-	}
-	st, err := r.base.Table(ctx, db, name)
-	if err != nil {
-		return nil, err
-	}
-	t, ok := st.(*tables.Table)
-	if !ok {
-		return st, nil // a view such as t$changelog: the log only
-	}
-	if lt := r.s.lookup(t.Def().ID); lt != nil {
-		return &unionTable{s: r.s, lt: lt}, nil
-	}
-	return t, nil
-}
-
-func cutSuffixFold(s, suffix string) (string, bool) {
-	if len(s) > len(suffix) && strings.EqualFold(s[len(s)-len(suffix):], suffix) {
-		return s[:len(s)-len(suffix)], true
-	}
-	return s, false
-}
-
-// unionTable is a tiered table as the planner sees it: the lake snapshot
-// and the log tail above it, or the lake only.
-type unionTable struct {
-	s        *Service
-	lt       *lakeTable
-	lakeOnly bool
-}
-
-func (u *unionTable) Name() string {
-	if u.lakeOnly {
-		return u.lt.t.Name() + lakeSuffix
-	}
-	return u.lt.t.Name()
-}
-
-func (u *unionTable) Schema() *arrow.Schema { return u.lt.t.Schema() }
-
-// EstimatedRows is the lake snapshot's record count plus the log tail.
-func (u *unionTable) EstimatedRows() int64 {
-	st := u.lt.state.Load()
-	var n int64
-	if snap := st.tbl.CurrentSnapshot(); snap != nil && snap.Summary != nil {
-		n = snapshotRecords(snap)
-	}
-	if u.lakeOnly {
-		return n
-	}
-	ends := u.lt.t.Log().CommittedEnds()
-	for b, end := range ends {
-		n += max(0, end-st.offsets[b])
-	}
-	return n
+	return nil
 }
 
 func snapshotRecords(snap *table.Snapshot) int64 {
@@ -107,104 +29,90 @@ func snapshotRecords(snap *table.Snapshot) int64 {
 	return n
 }
 
-// Plan captures the lake state with its tiered offsets O, then each
-// bucket's committed end H (H >= O: the tierer only tiers committed rows),
-// and plans the lake files and the log ranges [O[b], H[b]).
-func (u *unionTable) Plan(ctx context.Context, req scan.Request) (scan.Plan, error) {
-	st := u.lt.state.Load()
-	t := u.lt.t
+// snapshotRead is a planned read of data files of one lake snapshot: the
+// Iceberg scan that reads them, in the snapshot's schema, and the tasks of
+// the files the filters did not rule out.
+type snapshotRead struct {
+	scan  *table.Scan
+	tasks []table.FileScanTask
+	out   *arrow.Schema // the table columns cols, in the table's current types
+	cols  []int
+}
+
+// planSnapshot plans a read of the table columns cols of snapshot. The
+// filters prune files (partition and column statistics); the files are
+// then read whole, without a row filter: the engine applies every filter
+// again, and a file read whole can be cached whole. Columns added after the
+// snapshot are not in its schema: they are not read, and come back as nulls
+// (conformLakeRecord), and filters on them prune nothing.
+func (h lakeReader) planSnapshot(ctx context.Context, snapshot int64, cols []int, filters []scan.Filter) (*snapshotRead, error) {
+	st := h.lt.state.Load()
+	t := h.lt.t
+	snap := st.tbl.SnapshotByID(snapshot)
+	if snap == nil {
+		return nil, fmt.Errorf("lake snapshot %d of %s is no longer kept (expired by maintenance): plan the scan again", snapshot, t.Name())
+	}
+	snapSchema := st.tbl.Schema()
+	for _, sc := range st.tbl.Metadata().Schemas() {
+		if snap.SchemaID != nil && sc.ID == *snap.SchemaID {
+			snapSchema = sc
+		}
+	}
 	schema := t.Schema()
-	cols := req.Columns
-	if cols == nil {
-		cols = make([]int, schema.NumFields())
-		for i := range cols {
-			cols[i] = i
-		}
-	}
-	out, err := projectColumns(schema, cols, u.Name())
+	out, err := scan.ProjectSchema(schema, cols)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("scan %s: %w", t.Name(), err)
 	}
-	p := &unionPlan{schema: out}
-	lake, err := u.lakeParts(ctx, st, schema, cols, p.schema, req.Filters)
-	if err != nil {
-		return nil, err
+	inSnapshot := func(c int) bool {
+		_, ok := snapSchema.FindFieldByNameCaseInsensitive(schema.Field(c).Name)
+		return ok
 	}
-	p.parts = lake
-	if u.lakeOnly {
-		return p, nil
-	}
-	ends := t.Log().CommittedEnds()
-	var ranges []tables.Range
-	for b, end := range ends {
-		if end > st.offsets[b] {
-			ranges = append(ranges, tables.Range{Bucket: b, From: st.offsets[b], To: end})
-		}
-	}
-	if len(ranges) > 0 {
-		tail, err := t.PlanRanges(req, ranges)
-		if err != nil {
-			return nil, err
-		}
-		p.parts = append(p.parts, tail.Parts()...)
-	}
-	return p, nil
-}
-
-// projectColumns is the schema of the columns cols of schema, the table
-// name's.
-func projectColumns(schema *arrow.Schema, cols []int, name string) (*arrow.Schema, error) {
-	fields := make([]arrow.Field, len(cols))
-	for i, c := range cols {
-		if c < 0 || c >= schema.NumFields() {
-			return nil, fmt.Errorf("scan %s: column %d out of range", name, c)
-		}
-		fields[i] = schema.Field(c)
-	}
-	return arrow.NewSchema(fields, nil), nil
-}
-
-type unionPlan struct {
-	schema *arrow.Schema
-	parts  []scan.Part
-}
-
-func (p *unionPlan) Schema() *arrow.Schema { return p.schema }
-func (p *unionPlan) Parts() []scan.Part    { return p.parts }
-
-// lakeParts plans the snapshot's data files with the filters pushed into
-// Iceberg's partition and file-statistics pruning (and row-group pruning
-// and row filtering as the files are read): one part per file.
-func (u *unionTable) lakeParts(ctx context.Context, st *lakeState, schema *arrow.Schema, cols []int, out *arrow.Schema, filters []scan.Filter) ([]scan.Part, error) {
-	if st.tbl.CurrentSnapshot() == nil {
-		return nil, nil
-	}
-	// A scan of no columns (count(*)) still reads one to count rows.
-	names := make([]string, 0, len(cols))
+	var names []string
 	for _, c := range cols {
-		names = append(names, schema.Field(c).Name)
+		if inSnapshot(c) {
+			names = append(names, schema.Field(c).Name)
+		}
 	}
-	if len(names) == 0 {
-		names = append(names, schema.Field(0).Name)
+	if len(names) == 0 { // count(*), or only new columns: read one to count rows
+		names = append(names, snapSchema.Field(0).Name)
 	}
-	// The filters prune files (partition and column statistics); the files
-	// are then read whole, without a row filter: the engine applies every
-	// filter again, and a file read whole can be cached whole.
-	opts := []table.ScanOption{table.WithSelectedFields(names...), table.WithCaseSensitive(false)}
+	var pushed []scan.Filter
+	for _, f := range filters {
+		if f.Column >= 0 && f.Column < schema.NumFields() && inSnapshot(f.Column) {
+			pushed = append(pushed, f)
+		}
+	}
+	opts := []table.ScanOption{table.WithSnapshotID(snapshot), table.WithSelectedFields(names...), table.WithCaseSensitive(false)}
 	read := st.tbl.Scan(opts...)
 	plan := read
-	if expr := icebergFilter(schema, filters); expr != nil {
+	if expr := icebergFilter(schema, pushed); expr != nil {
 		plan = st.tbl.Scan(append(opts, table.WithRowFilter(expr))...)
 	}
 	tasks, err := plan.PlanFiles(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("plan lake scan of %s: %w", u.lt.t.Name(), err)
+		return nil, fmt.Errorf("plan lake snapshot %d of %s: %w", snapshot, t.Name(), err)
 	}
-	parts := make([]scan.Part, len(tasks))
 	for i := range tasks {
-		task := tasks[i]
-		task.Residual = nil
-		parts[i] = &lakePart{scan: read, task: task, out: out, cols: cols, s: u.s, table: u.lt.t.Def().ID}
+		tasks[i].Residual = nil
+	}
+	return &snapshotRead{scan: read, tasks: tasks, out: out, cols: cols}, nil
+}
+
+// part is the read of one of the planned files.
+func (r *snapshotRead) part(h lakeReader, task table.FileScanTask) *lakePart {
+	return &lakePart{scan: r.scan, task: task, out: r.out, cols: r.cols, s: h.s, table: h.lt.t.Def().ID}
+}
+
+// Parts implements tables.TableLake: one part per data file of snapshot
+// that req's filters do not rule out.
+func (h lakeReader) Parts(ctx context.Context, snapshot int64, req scan.Request) ([]scan.Part, error) {
+	r, err := h.planSnapshot(ctx, snapshot, scan.Columns(req.Columns, h.lt.t.Schema().NumFields()), req.Filters)
+	if err != nil {
+		return nil, err
+	}
+	parts := make([]scan.Part, len(r.tasks))
+	for i, task := range r.tasks {
+		parts[i] = r.part(h, task)
 	}
 	return parts, nil
 }

@@ -1,7 +1,8 @@
-// Package scan is the read contract between the planner and the places a
-// table's rows live: the columnar log now, the Iceberg lake later. The
-// planner reads data only through these interfaces, so a query runs the same
-// over the log, the lake, or their union.
+// Package scan is the read contract between the query engine and the places
+// a table's rows live: the columnar log and the Iceberg lake. The engine
+// reads data only through these interfaces, so a query runs the same over
+// the log, the lake, or their union (package tables captures which one a
+// read covers; docs/architecture.md).
 //
 // scan imports nothing of the project.
 package scan
@@ -9,6 +10,7 @@ package scan
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
 )
@@ -67,3 +69,40 @@ type RecordStream interface {
 	Next() (arrow.RecordBatch, error)
 	Close() error
 }
+
+// Columns is cols, or every column of a schema of n fields when cols is
+// nil (a Request's "all columns").
+func Columns(cols []int, n int) []int {
+	if cols != nil {
+		return cols
+	}
+	all := make([]int, n)
+	for i := range all {
+		all[i] = i
+	}
+	return all
+}
+
+// ProjectSchema is the schema of the fields cols of schema, in that order;
+// an index out of range is an error.
+func ProjectSchema(schema *arrow.Schema, cols []int) (*arrow.Schema, error) {
+	fields := make([]arrow.Field, len(cols))
+	for i, c := range cols {
+		if c < 0 || c >= schema.NumFields() {
+			return nil, fmt.Errorf("column %d out of range (%d columns)", c, schema.NumFields())
+		}
+		fields[i] = schema.Field(c)
+	}
+	return arrow.NewSchema(fields, nil), nil
+}
+
+// NewPlan returns a Plan of the given schema and parts.
+func NewPlan(schema *arrow.Schema, parts []Part) Plan { return plan{schema, parts} }
+
+type plan struct {
+	schema *arrow.Schema
+	parts  []Part
+}
+
+func (p plan) Schema() *arrow.Schema { return p.schema }
+func (p plan) Parts() []Part         { return p.parts }

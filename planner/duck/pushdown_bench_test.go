@@ -71,7 +71,7 @@ func openEvents(b *testing.B) *tables.Store {
 		}
 		rec := rb.NewRecordBatch()
 		rb.Release()
-		_, err := tbl.Write(ctx, []arrow.RecordBatch{rec})
+		_, err := tbl.Write(ctx, rec)
 		rec.Release()
 		if err != nil {
 			b.Fatal(err)

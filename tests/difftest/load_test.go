@@ -93,22 +93,16 @@ func writeRows(ctx context.Context, tbl *tables.Table, t *tableSpec, rows [][]an
 }
 
 func conformAndWrite(ctx context.Context, tbl *tables.Table, recs []arrow.RecordBatch) error {
-	var conformed []arrow.RecordBatch
 	defer func() {
-		for _, r := range append(conformed, recs...) {
+		for _, r := range recs {
 			r.Release()
 		}
 	}()
 	var want int64
 	for _, r := range recs {
-		c, err := tbl.Conform(r)
-		if err != nil {
-			return err
-		}
-		conformed = append(conformed, c)
-		want += c.NumRows()
+		want += r.NumRows()
 	}
-	n, err := tbl.Write(ctx, conformed)
+	n, err := tbl.Write(ctx, recs...)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/lakestream/lakestream/columnarlog"
 	"github.com/lakestream/lakestream/internal/scan"
+	"github.com/lakestream/lakestream/node"
 	"github.com/lakestream/lakestream/tables"
 	"github.com/lakestream/lakestream/tiering"
 )
@@ -191,10 +192,10 @@ func (l *lakeTier) attach(ctx context.Context, f *fixture) (scan.Resolver, func(
 	}
 	l.svc = svc
 	stop := func() error {
-		f.store.SetDDLHook(nil)
+		f.store.SetLake(nil)
 		return closeIce()
 	}
-	return svc.Resolver(f.store), stop, nil
+	return node.Resolver(f.store, svc), stop, nil
 }
 
 // stageStats counts what one stage's queries saw.

@@ -1,0 +1,127 @@
+package tables
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/lakestream/lakestream/catalog"
+	"github.com/lakestream/lakestream/columnarlog"
+)
+
+// ErrSchemaChanged is returned by a write that was conformed against a
+// definition the table no longer has (an ALTER TABLE ADD COLUMN committed
+// while the write was in flight). Nothing of that write is stored; it may
+// be retried as it is, and is then conformed against the new definition.
+var ErrSchemaChanged = errors.New("the table's definition changed while the write was in flight")
+
+// Appender is the one way rows enter a table. It conforms each record to
+// the definition the appender was created with (conform.go) and writes
+// them in atomic writes of up to Limits.MaxWriteBytes, each encoded under
+// that definition's schema id: after a crash all of a write's rows are
+// there or none. Should the table's definition change before a write
+// reaches the log, the write is refused with ErrSchemaChanged, so that a
+// batch is never stored under a schema it was not encoded for.
+//
+// An Appender is used by one goroutine. Release it when done.
+type Appender struct {
+	t       *Table
+	def     *catalog.Table
+	pending []arrow.RecordBatch
+	size    int64 // Arrow bytes of pending
+	written int64 // rows acknowledged
+}
+
+// NewAppender returns an appender conforming to the table's current
+// definition.
+func (t *Table) NewAppender() *Appender { return &Appender{t: t, def: t.Def()} }
+
+// Def is the definition the appender conforms to.
+func (a *Appender) Def() *catalog.Table { return a.def }
+
+// Add conforms rec (which the caller keeps) and queues it, writing what is
+// queued once it reaches MaxWriteBytes. A record that does not fit the
+// table is a *SchemaError.
+func (a *Appender) Add(ctx context.Context, rec arrow.RecordBatch) error {
+	c, err := conform(a.def.FullName(), a.def.ArrowSchema(), rec, a.t.mem)
+	if err != nil {
+		return err
+	}
+	a.pending = append(a.pending, c)
+	a.size += recordBytes(c)
+	if a.size >= a.t.limit.MaxWriteBytes {
+		return a.Flush(ctx)
+	}
+	return nil
+}
+
+// Flush writes the queued records as one atomic write and returns once
+// they are durable and visible.
+func (a *Appender) Flush(ctx context.Context) error {
+	defer a.Release()
+	parts, rows, err := a.t.encode(ctx, a.def, a.pending)
+	if err != nil || rows == 0 {
+		return err
+	}
+	if err := a.t.append(a.def, parts); err != nil {
+		return err
+	}
+	a.written += rows
+	return nil
+}
+
+// Written is the number of rows the appender's writes stored so far.
+func (a *Appender) Written() int64 { return a.written }
+
+// Release drops the queued records, unwritten.
+func (a *Appender) Release() {
+	for _, r := range a.pending {
+		r.Release()
+	}
+	clear(a.pending)
+	a.pending, a.size = a.pending[:0], 0
+}
+
+// Write conforms recs and writes them (in atomic writes of up to
+// MaxWriteBytes) and returns the rows written.
+func (t *Table) Write(ctx context.Context, recs ...arrow.RecordBatch) (int64, error) {
+	a := t.NewAppender()
+	defer a.Release()
+	for _, rec := range recs {
+		if err := a.Add(ctx, rec); err != nil {
+			return a.Written(), err
+		}
+	}
+	err := a.Flush(ctx)
+	return a.Written(), err
+}
+
+// append stores one write's encoded batches, one list per bucket, if the
+// table's definition is still def.
+func (t *Table) append(def *catalog.Table, parts [][]columnarlog.Batch) error {
+	t.defMu.RLock()
+	defer t.defMu.RUnlock()
+	if cur := t.Def(); cur.SchemaID != def.SchemaID {
+		return fmt.Errorf("write to %s: %w (schema version %d, now %d): nothing was written; retry the write", def.FullName(), ErrSchemaChanged, def.SchemaID, cur.SchemaID)
+	}
+	if _, err := t.log.Append(parts); err != nil {
+		return fmt.Errorf("write to %s: %w", def.FullName(), err)
+	}
+	return nil
+}
+
+// recordBytes is the size of rec's Arrow buffers, what MaxWriteBytes
+// bounds.
+func recordBytes(rec arrow.RecordBatch) int64 {
+	var n int64
+	for _, c := range rec.Columns() {
+		for _, b := range c.Data().Buffers() {
+			if b != nil {
+				n += int64(b.Len())
+			}
+		}
+	}
+	return n
+}

@@ -1,0 +1,253 @@
+package tables
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/lakestream/lakestream/catalog"
+	"github.com/lakestream/lakestream/internal/scan"
+)
+
+// Layer is the part of a table a read covers.
+type Layer int
+
+const (
+	// LayerTable is the table ("t"): its lake snapshot and the log above
+	// the snapshot's tiered offsets; the log alone for a table without a
+	// lake.
+	LayerTable Layer = iota
+	// LayerLake is the lake snapshot alone ("t$lake").
+	LayerLake
+	// LayerChangelog is the retained log with the changelog columns
+	// ("t$changelog").
+	LayerChangelog
+)
+
+func (l Layer) suffix() string {
+	switch l {
+	case LayerLake:
+		return LakeSuffix
+	case LayerChangelog:
+		return ChangelogSuffix
+	}
+	return ""
+}
+
+// View is what one read of a table covers, captured by Capture: the lake
+// snapshot with each bucket's tiered offset O[b], then the log ranges
+// [O[b], H[b]) up to each bucket's committed end H[b]. Captured in that
+// order they hold every acknowledged row exactly once: the tierer tiers
+// only committed rows (H >= O), and retention deletes only log below O.
+// Rows committed after the capture are not part of it. Plain scans, the
+// query engine, "t$lake", "t$changelog" and subscriptions all read through
+// a View; docs/architecture.md has the consistency argument.
+type View struct {
+	Table *Table
+	Layer Layer
+	// Lake is the lake snapshot read; ID 0 when no lake rows are.
+	Lake LakeSnapshot
+	// Ranges are the non-empty log ranges read (none for LayerLake).
+	Ranges []Range
+
+	lake TableLake // the lake Lake came from
+	def  *catalog.Table
+}
+
+// captureAttempts bounds the captures of one read: a capture is taken again
+// when log retention deleted rows above the captured lake's offsets (a
+// round committed and retention ran in between), which a second capture
+// sees in the newer lake snapshot.
+const captureAttempts = 3
+
+// ErrCaptureRace is returned when every capture of a read was overtaken by
+// log retention. It is transient: the read may be tried again.
+var ErrCaptureRace = errors.New("the log moved past the lake's offsets while the read was planned")
+
+// Capture captures what a read of layer covers now.
+func (t *Table) Capture(ctx context.Context, layer Layer) (*View, error) {
+	lake := t.Lake()
+	if layer == LayerLake && lake == nil {
+		return nil, notTiered(t.Name())
+	}
+	for attempt := 1; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		v := &View{Table: t, Layer: layer, lake: lake, def: t.Def()}
+		if lake != nil && layer != LayerChangelog {
+			v.Lake = lake.Snapshot()
+		}
+		if layer == LayerLake || v.captureLog() {
+			return v, nil
+		}
+		if attempt == captureAttempts {
+			return nil, fmt.Errorf("read %s: %w %d times: try again", t.Name(), ErrCaptureRace, attempt)
+		}
+	}
+}
+
+func notTiered(name string) error {
+	return fmt.Errorf("%w: table %s is not tiered into the lake (datalake.enabled is false)", catalog.ErrTableNotFound, name)
+}
+
+// captureLog sets the log ranges above the captured lake offsets and
+// reports whether they are whole: false when some bucket's retained log
+// starts above its lake offset, so that rows in between would be missed.
+func (v *View) captureLog() bool {
+	offs := v.Lake.Offsets
+	for _, r := range v.Table.LogRanges() {
+		if r.Bucket < len(offs) {
+			if r.From > offs[r.Bucket] {
+				return false
+			}
+			r.From = offs[r.Bucket]
+		}
+		if r.To > r.From {
+			v.Ranges = append(v.Ranges, r)
+		}
+	}
+	return true
+}
+
+// Rows is the number of rows the view covers, before any pruning.
+func (v *View) Rows() int64 {
+	n := v.Lake.Rows
+	for _, r := range v.Ranges {
+		n += r.To - r.From
+	}
+	return n
+}
+
+// Schema is the schema of the view's rows: the table's columns, followed
+// by the changelog columns for LayerChangelog.
+func (v *View) Schema() *arrow.Schema { return layerSchema(v.def, v.Layer) }
+
+func layerSchema(def *catalog.Table, layer Layer) *arrow.Schema {
+	if layer == LayerChangelog {
+		return changelogSchema(def.ArrowSchema())
+	}
+	return def.ArrowSchema()
+}
+
+// Files returns the data files of the view's lake snapshot, none when it
+// reads no lake rows.
+func (v *View) Files(ctx context.Context) ([]LakeFile, error) {
+	if v.Lake.ID == 0 {
+		return nil, nil
+	}
+	return v.lake.Files(ctx, v.Lake.ID)
+}
+
+// Plan plans a decoded read of the view for the query engine: the lake
+// snapshot's files that req's filters do not rule out, then the log ranges.
+func (v *View) Plan(ctx context.Context, req scan.Request) (scan.Plan, error) {
+	name := v.Table.Name() + v.Layer.suffix()
+	out, err := scan.ProjectSchema(v.Schema(), scan.Columns(req.Columns, v.Schema().NumFields()))
+	if err != nil {
+		return nil, fmt.Errorf("scan %s: %w", name, err)
+	}
+	var parts []scan.Part
+	if v.Lake.ID != 0 {
+		if parts, err = v.lake.Parts(ctx, v.Lake.ID, req); err != nil {
+			return nil, err
+		}
+	}
+	if len(v.Ranges) > 0 {
+		lp, err := v.Table.plan(v.def, req, v.Layer == LayerChangelog, v.Ranges)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, lp.Parts()...)
+	}
+	return scan.NewPlan(out, parts), nil
+}
+
+// ReadLakeFiles sends the records of data files of a lake snapshot, as
+// TableLake.ReadFiles does; a table without a lake has none.
+func (t *Table) ReadLakeFiles(ctx context.Context, snapshot int64, paths []string, cols []int, send func(arrow.RecordBatch) error) error {
+	lake := t.Lake()
+	if lake == nil {
+		return notTiered(t.Name())
+	}
+	return lake.ReadFiles(ctx, snapshot, paths, cols, send)
+}
+
+// layerTable is a layer of a table as the query engine sees it: each Plan
+// captures a View.
+type layerTable struct {
+	t     *Table
+	layer Layer
+}
+
+func (l layerTable) Name() string          { return l.t.Name() + l.layer.suffix() }
+func (l layerTable) Schema() *arrow.Schema { return layerSchema(l.t.Def(), l.layer) }
+
+func (l layerTable) Plan(ctx context.Context, req scan.Request) (scan.Plan, error) {
+	v, err := l.t.Capture(ctx, l.layer)
+	if err != nil {
+		return nil, err
+	}
+	return v.Plan(ctx, req)
+}
+
+// EstimatedRows is the rows a read started now would cover, for the
+// engine's planning; no capture is needed for an estimate.
+func (l layerTable) EstimatedRows() int64 {
+	var n int64
+	var offs []int64
+	if lake := l.t.Lake(); lake != nil && l.layer != LayerChangelog {
+		snap := lake.Snapshot()
+		n, offs = snap.Rows, snap.Offsets
+	}
+	if l.layer == LayerLake {
+		return n
+	}
+	for _, r := range l.t.LogRanges() {
+		if r.Bucket < len(offs) {
+			r.From = max(r.From, offs[r.Bucket])
+		}
+		n += max(0, r.To-r.From)
+	}
+	return n
+}
+
+// Resolve finds the table a name refers to and the layer it reads: "t",
+// "t$lake" or "t$changelog" (suffixes compared ignoring case; a table
+// whose own name ends so wins). db "" is the default database.
+func (s *Store) Resolve(ctx context.Context, db, name string) (*Table, Layer, error) {
+	t, err := s.Get(ctx, db, name)
+	if !errors.Is(err, catalog.ErrTableNotFound) {
+		return t, LayerTable, err
+	}
+	for _, layer := range []Layer{LayerLake, LayerChangelog} {
+		base, ok := catalog.CutSuffixFold(name, layer.suffix())
+		if !ok {
+			continue
+		}
+		bt, berr := s.Get(ctx, db, base)
+		if berr != nil {
+			return nil, 0, berr
+		}
+		if layer == LayerLake && bt.Lake() == nil {
+			return nil, 0, notTiered(bt.Name())
+		}
+		return bt, layer, nil
+	}
+	return nil, 0, err
+}
+
+// Table resolves a name for the query engine (scan.Resolver): a layer of
+// a table of the store.
+func (s *Store) Table(ctx context.Context, db, name string) (scan.Table, error) {
+	t, layer, err := s.Resolve(ctx, db, name)
+	if errors.Is(err, catalog.ErrTableNotFound) {
+		return nil, fmt.Errorf("%w: %v", scan.ErrTableNotFound, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return layerTable{t, layer}, nil
+}
