@@ -156,7 +156,7 @@ func transformProblem(tr Transform, t Type) string {
 }
 
 // bucketable are the types Iceberg's bucket transform hashes; the log uses
-// the same hash so that log and lake buckets line up (DESIGN.md §5).
+// the same hash so that log and lake buckets line up (docs/lake.md).
 func bucketable(t Type) bool {
 	switch t.Kind {
 	case KindBoolean, KindFloat, KindDouble, KindList, KindStruct, KindMap:

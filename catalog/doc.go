@@ -26,6 +26,6 @@
 // synchronous=FULL.
 //
 // catalog imports only the standard library, arrow-go and the SQLite driver;
-// it must not import other Lakestream packages (DESIGN.md §9: it sits under
-// planner, tiering and flightsrv, next to columnarlog).
+// it must not import other Lakestream packages (docs/architecture.md: it sits
+// under tables, planner, tiering and flightsrv, next to columnarlog).
 package catalog

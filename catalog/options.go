@@ -8,7 +8,8 @@ import (
 	"time"
 )
 
-// Table option names (DESIGN.md §3; named as in Fluss where Fluss has one).
+// Table option names (docs/sql.md, "Table options"; named as in Fluss where
+// Fluss has one).
 const (
 	OptBucketNum          = "bucket.num"
 	OptBucketKey          = "bucket.key"

@@ -35,7 +35,7 @@ func TestDurabilitySettings(t *testing.T) {
 	}
 }
 
-// TestImports enforces DESIGN.md §9: catalog imports only the standard
+// TestImports keeps the package map of docs/architecture.md: catalog imports only the standard
 // library, arrow-go and the SQLite driver.
 func TestImports(t *testing.T) {
 	files, err := filepath.Glob("*.go")

@@ -2,13 +2,18 @@
 // (statements, prepared statements, bulk ingest, metadata) plus plain Flight
 // DoPut and DoGet with Lakestream's own descriptors and tickets.
 //
-// Scans are served by forwarding the stored, already compressed Arrow
-// messages as FlightData, with column projection done on the encoded bytes;
-// a client that cannot read compressed bodies (the JDBC driver) gets them
-// re-encoded uncompressed (plain.go, the lakestream-compression header).
-// Every incoming message is checked (sizes, buffer bounds, claimed
-// uncompressed sizes) before anything is decoded. errors.go is the one place
-// that maps errors to gRPC status codes.
+// It holds no table logic of its own: writes go through tables.Appender,
+// and every read through a tables.View (a plain scan's endpoints and
+// tickets are the View's lake files and log ranges; queries run in the
+// engine, whose tables are views too). Scans are served by forwarding the
+// stored, already compressed Arrow messages as FlightData, with column
+// projection done on the encoded bytes; a client that cannot read
+// compressed bodies (the JDBC driver) gets them re-encoded uncompressed
+// (plain.go, the lakestream-compression header). Every incoming message is
+// checked (sizes, buffer bounds, claimed uncompressed sizes) before
+// anything is decoded. errors.go is the one place that maps errors to gRPC
+// status codes. docs/flight.md documents tickets, descriptors and headers.
 //
-// flightsrv imports tables, planner and catalog; nothing imports it but node.
+// flightsrv imports tables, planner (and its engine's error types),
+// columnarlog and catalog; only node imports it.
 package flightsrv

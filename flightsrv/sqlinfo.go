@@ -54,7 +54,7 @@ const (
 	xdbcBit       = -7
 )
 
-// xdbcTypes are the SQL types of DESIGN §3 with their XDBC description:
+// xdbcTypes are the SQL types of docs/sql.md ("Types") with their XDBC description:
 // name, data type, column size, create params, datetime subcode.
 var xdbcTypes = []struct {
 	name    string

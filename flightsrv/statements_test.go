@@ -283,7 +283,7 @@ func TestExecuteSchema(t *testing.T) {
 	}
 }
 
-// Identifiers follow DuckDB, whose dialect SELECT is (DESIGN §6), and the
+// Identifiers follow DuckDB, whose dialect SELECT is (docs/sql.md), and the
 // server's own SqlInfo (quoted identifiers case-insensitive): a column
 // named with capitals, as an ingest from pandas or pyarrow creates them,
 // is found by a plain scan however the query spells it.

@@ -1,9 +1,25 @@
-// Package tables serves the tables of one node from their columnar logs: it
-// opens a table's bucket logs, turns Arrow records into log batches (schema
-// check and safe casts, bucketing by the Iceberg bucket hash, compression
-// once at write time) and reads them back, either as the stored bytes for
-// the zero-copy Flight path or decoded, as a scan.Table for the planner.
+// Package tables serves the tables of one node: it is the one owner of how
+// rows go into a table and how a read of a table is captured.
 //
-// It sits between the network and SQL layers above (flightsrv, planner) and
-// the storage below (columnarlog, catalog); it imports neither of the former.
+//   - Writes: Appender (append.go) is the one way in. It conforms Arrow
+//     records to the definition it was created with (conform.go: names,
+//     safe casts), splits them by bucket with the Iceberg bucket hash,
+//     encodes each piece once as a compressed log batch with statistics
+//     (table.go) and appends them as one atomic write per MaxWriteBytes;
+//     a write whose table changed underneath it is refused
+//     (ErrSchemaChanged) rather than stored under the wrong schema.
+//   - Reads: a View (view.go) captures what one read covers — the lake
+//     snapshot with its tiered offsets, then the log ranges above them —
+//     and every reader goes through it: plain scans (the stored bytes, for
+//     the zero-copy Flight path), the query engine (scan.Table, through
+//     Store.Table), "t$lake", "t$changelog" (changelog.go) and subscription
+//     starts (start.go, follow.go, history.go).
+//   - The lake is attached, not built in: the tiering service implements
+//     Lake (lake.go) and is asked for each table's lake snapshot, files,
+//     engine parts and history. Log retention (retention.go) keeps every
+//     offset the lake does not hold yet.
+//
+// tables imports the storage below it (columnarlog, catalog, internal/...)
+// and nothing above: not flightsrv, planner, tiering or node. See
+// docs/architecture.md for the data flow and the consistency argument.
 package tables

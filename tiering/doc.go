@@ -1,7 +1,9 @@
 // Package tiering keeps each Lakestream table's history as an Apache Iceberg
-// table and serves log and lake as one table.
+// table, and is the lake layer of package tables: Service implements
+// tables.Lake, so that reads of the store's tables find each table's lake
+// snapshot, data files, engine parts and history through it.
 //
-// The contract is DESIGN §5: every acknowledged row is, for a reader, in
+// The contract (docs/lake.md): every acknowledged row is, for a reader, in
 // exactly one place — in the lake, or in the log tail at or above its
 // bucket's tiered offset.
 //
@@ -13,9 +15,11 @@
 //     "lakestream.tiered-offsets") in one Iceberg commit. After a crash the
 //     offsets are read back from the table: files written by an uncommitted
 //     round are orphans, never rows.
-//   - A union read (union.go) captures the table's Iceberg state and its
-//     offsets O[b] together, then each bucket's committed end H[b], and reads
-//     the snapshot plus the log ranges [O[b], H[b]).
+//   - Reads (union.go, lakefiles.go): the lake state and its offsets are
+//     read together (lakeReader.Snapshot), which tables.View pairs with the
+//     log ranges above them; a snapshot's files are planned by id, with
+//     pushed filters pruning files for the engine, or read whole for plain
+//     scans (a ticket's paths are checked against the snapshot).
 //   - The log keeps every segment at or above the tiered offset; below it,
 //     segments go once older than log.retention (tables.Store retention).
 //   - A subscription that starts below the retained log reads the bucket's
@@ -23,4 +27,7 @@
 //     then continues in the log (history.go, tables.History).
 //   - Maintenance (maintain.go) keeps commit and planning time flat; its
 //     compaction concatenates row maps with the rows.
+//
+// tiering imports tables, columnarlog, catalog and internal/...; it must
+// not import flightsrv, planner, node or cmd.
 package tiering

@@ -178,7 +178,7 @@ func tableProperties(def *catalog.Table) iceberg.Properties {
 	return iceberg.Properties{
 		tableIDKey: fmt.Sprint(def.ID),
 		offsetsKey: formatOffsets(make([]int64, def.Options.BucketNum)),
-		// Parquet data files compressed with zstd (DESIGN §5).
+		// Parquet data files compressed with zstd (docs/lake.md).
 		table.ParquetCompressionKey: "zstd",
 		// Appends merge small manifests, and old metadata files are deleted,
 		// so that a table tiered every few seconds keeps flat commit and

@@ -17,7 +17,7 @@ import (
 const benchRows = 64 << 10
 
 // benchBatch is benchRows rows of (id int64, amount float64, kind string,
-// ts timestamp[us, UTC]), the shape of the DESIGN.md example table, with 1%
+// ts timestamp[us, UTC]), the shape of the README's example table, with 1%
 // nulls outside id.
 func benchBatch(b *testing.B, mem memory.Allocator) arrow.RecordBatch {
 	schema := arrow.NewSchema([]arrow.Field{

@@ -1,7 +1,10 @@
 // Package vfs is the filesystem seam of Lakestream. Every disk access of the
-// log and the catalog goes through an FS, so that crash and I/O-error tests are
-// ordinary unit tests: MemFS keeps what was synced apart from what was only
-// written, and CrashClone returns the filesystem as a crash could leave it.
+// columnar log (and of the table directories tables keeps) goes through an
+// FS, so that crash and I/O-error tests are ordinary unit tests: MemFS keeps
+// what was synced apart from what was only written, CrashClone returns the
+// filesystem as a crash could leave it, and inject.go fails chosen
+// operations. The catalog (SQLite) and the lake (iceberg-go's own I/O) do
+// not go through it.
 //
 // vfs imports nothing of the project.
 package vfs

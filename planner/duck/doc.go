@@ -1,6 +1,6 @@
 // Package duck is Lakestream's embedded query engine: an in-memory DuckDB
 // (github.com/duckdb/duckdb-go-bindings, the C API) in which every
-// Lakestream table is a table function over scan.Table (DESIGN §6).
+// Lakestream table is a table function over scan.Table (docs/architecture.md).
 //
 //	Engine.Query(sql, args)  ─►  one DuckDB connection per statement
 //	   │ names.go     qualified names rewritten to lakestream_scan('db','t'),

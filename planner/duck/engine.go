@@ -46,7 +46,7 @@ type Engine struct {
 	parsers chan *parser
 }
 
-// New opens an in-memory DuckDB, locks it down (DESIGN §6) and registers the
+// New opens an in-memory DuckDB, locks it down (docs/sql.md) and registers the
 // Lakestream table function and name resolution over res.
 func New(res scan.Resolver, opts Options) (*Engine, error) {
 	return newEngine(res, opts, true)
@@ -84,7 +84,7 @@ func newEngine(res scan.Resolver, opts Options, lock bool) (*Engine, error) {
 // openDB opens the database with the lockdown settings in its start-up
 // configuration, so that no statement ever runs on an unlocked instance.
 //
-// Settings (DESIGN §6):
+// Settings (docs/sql.md, "Queries"):
 //   - enable_external_access=false: no file system or network access from
 //     SQL (read_csv, read_parquet, COPY, ATTACH, httpfs...).
 //   - autoinstall/autoload_known_extensions=false, allow_community_extensions

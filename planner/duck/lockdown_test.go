@@ -13,7 +13,7 @@ import (
 )
 
 // TestQueryRefusals: Query runs SELECT and nothing else, and a SELECT
-// reaches no file, network or extension (DESIGN §6).
+// reaches no file, network or extension (docs/sql.md, "Queries").
 func TestQueryRefusals(t *testing.T) {
 	e, _, _ := withEvents(t)
 	dir := t.TempDir()

@@ -18,7 +18,8 @@ import (
 // Why goroutines and a channel rather than pulling from the part streams
 // inside the callback: a part's Next may block on I/O or wait for another
 // goroutine, and iter.Pull-style coroutines crash when resumed from a cgo
-// callback (measured, DESIGN §6). The channel also decouples how many parts
+// callback (measured; docs/architecture.md, "Query execution"). The channel
+// also decouples how many parts
 // are read at once (readers) from how many DuckDB threads consume.
 type scanner struct {
 	ctx    context.Context

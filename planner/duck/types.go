@@ -7,7 +7,7 @@ import (
 	bindings "github.com/duckdb/duckdb-go-bindings"
 )
 
-// Arrow → DuckDB type mapping of scanned columns (DESIGN §3 types):
+// Arrow → DuckDB type mapping of scanned columns (the types of docs/sql.md):
 //
 //	bool                        BOOLEAN
 //	int8/16/32/64               TINYINT/SMALLINT/INTEGER/BIGINT

@@ -233,7 +233,7 @@ func destroyValues(vals []bindings.Value) {
 }
 
 // refLogicalType is the DuckDB type of a column of Arrow type dt (the
-// catalog's mapping, DESIGN §3). The caller destroys it.
+// catalog's mapping, docs/sql.md). The caller destroys it.
 func refLogicalType(dt arrow.DataType) (bindings.LogicalType, error) {
 	simple := map[arrow.Type]bindings.Type{
 		arrow.BOOL: bindings.TypeBoolean, arrow.INT8: bindings.TypeTinyInt, arrow.INT16: bindings.TypeSmallInt,

@@ -1,7 +1,7 @@
 """SQL through Python ADBC: queries with bound parameters ("?" and "$n"),
 GROUP BY / ORDER BY / JOIN checked against pyarrow over the same rows,
 DuckDB's errors reaching the client, and every statement the DuckDB
-lockdown refuses (DESIGN §6) failing while the server keeps serving."""
+lockdown refuses (docs/sql.md) failing while the server keeps serving."""
 import datetime
 import re
 
