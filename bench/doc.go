@@ -1,5 +1,5 @@
 // Package bench is Lakestream's benchmark suite: each workload measures a
-// Lakestream node against baselines in the same process, on the same data,
+// Lakestream node, in this process, against baselines, on the same data,
 // through the same client code, and reports every figure as the median of
 // several runs with the min–max, and as a ratio to each baseline.
 //
@@ -11,7 +11,8 @@
 //	   ├ ingest.go     ADBC bulk ingest (flightsql ExecuteIngest), N writers,
 //	   │               per batch size, vs the ceiling discarding DoPut data,
 //	   │               PostgreSQL COPY, Kafka produce and Fluss append
-//	   │               (acks=all)
+//	   │               (acks=all); plain Flight DoPut (doput.go) vs the
+//	   │               ceiling
 //	   ├ scan.go       fresh log scan, every endpoint, client decodes, vs the
 //	   │               ceiling streaming the same records (plain and encoded
 //	   │               with the table's codec)
@@ -23,16 +24,28 @@
 //	   │               highest sustainable rate, vs Kafka's produce ack →
 //	   │               record consumed (feeds.go) and Fluss's append ack →
 //	   │               row polled
-//	   ├ lake*.go      tiering throughput vs pqarrow, commit and plan time
-//	   │               over 1,000 rounds; union GROUP BY vs DuckDB on the
-//	   │               same Parquet files plus the tail (their own node)
+//	   ├ lake*.go      on a node of their own each (node.TieringManual: the
+//	   │               workload runs the rounds): tiering throughput vs
+//	   │               pqarrow, commit, round and plan time over
+//	   │               Config.LakeRounds rounds with and without maintenance;
+//	   │               union and "t$lake" scans vs the ceiling, union GROUP
+//	   │               BY vs DuckDB on the same Parquet files plus the tail
 //	   ▼ report.go     table, results.json; html.go: results.html
 //
 // A baseline that is not selected or cannot start (its jars not cached in
-// the short mode, say) is listed in the report as missing with the reason, never left out.
+// the short mode, say) is listed in the report as missing with the reason,
+// never left out. docs/benchmarks.md describes every workload and keeps
+// the latest figures.
 //
 // bench is a library: `lakestream bench` (cmd/lakestream/bench.go) only binds
-// flags to Config. It talks to the node only as a client does, over Flight
-// SQL; it imports node to start one, and internal/arrowmsg to encode the
-// ceiling's batches exactly as the log stores them.
+// flags to Config. Every node it measures is started by node.Start, never
+// wired here: the workloads talk to a node as a client does, over Flight
+// SQL, except that the lake workloads run tiering rounds and maintenance,
+// plan union reads and read the Iceberg tables through node's accessors
+// (Node.Lake, Node.Resolver, Node.LakeCatalog, Node.Tables). Of Lakestream's
+// packages it imports node; tiering for the maintenance policy it sets in
+// node.Config; internal/scan for the request of a timed union plan; and
+// internal/arrowmsg to encode the ceiling's batches exactly as the log
+// stores them. It must not import the parts node wires (catalog,
+// columnarlog, tables, flightsrv, planner): internal/archtest checks it.
 package bench

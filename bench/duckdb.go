@@ -16,7 +16,9 @@ import (
 // API bindings (the DuckDB build the node embeds; duckdb-go's database/sql
 // driver is not a dependency of the module, and would add a per-value Go
 // conversion to every result). It runs with as many threads as the node's
-// engine (GOMAXPROCS) and TimeZone=UTC, like the engine.
+// engine (GOMAXPROCS) and TimeZone=UTC, like the engine. It is a
+// baseline, not a part of a node: the node's engine (planner/duck, started
+// by node.Start) is what it is measured against.
 type duckRef struct {
 	db   bindings.Database
 	conn bindings.Connection

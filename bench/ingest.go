@@ -19,9 +19,9 @@ import (
 // connection) with ADBC-style bulk ingest, Flight SQL's ExecuteIngest in
 // append mode, one batch per call. A call returns once its rows are
 // durable (with sync=always). The ceiling receives the same batches from
-// the same client code; PostgreSQL (postgres.go) and Kafka (kafka.go) the
-// same rows, cut into the same batches, through their own clients, one
-// durable call per batch. Batches are generated before the clock starts.
+// the same client code; PostgreSQL (postgres.go), Kafka (kafka.go) and
+// Fluss (fluss.go) the same rows, cut into the same batches, through their
+// own clients, one durable call per batch. Batches are generated before the clock starts.
 
 var appendMode = &flightsql.TableDefinitionOptions{
 	IfNotExist: flightsql.TableDefinitionOptionsTableNotExistOptionFail,

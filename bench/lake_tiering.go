@@ -21,8 +21,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+
 	"github.com/lakestream/lakestream/internal/scan"
-	"github.com/lakestream/lakestream/tables"
 )
 
 func runTiering(ctx context.Context, e *env) (*WorkloadReport, error) {
@@ -111,7 +111,7 @@ func tierBacklog(ctx context.Context, e *env, n *lakeNode, cls []*flightsql.Clie
 		return res, err
 	}
 	e.prog.step(int64(cfg.Rows), "rows", "tiering run %d/%d: ingest (untimed)", run, cfg.Runs)
-	if _, err := ingestAll(ctx, cls, t.Def().Name, recs, e.prog); err != nil {
+	if _, err := ingestAll(ctx, cls, t.name, recs, e.prog); err != nil {
 		return res, err
 	}
 	e.prog.step(0, "", "tiering run %d/%d: rounds", run, cfg.Runs)
@@ -172,7 +172,7 @@ func reportThroughput(e *env, w *WorkloadReport, recs []arrow.RecordBatch, lake,
 }
 
 // lakeDataBytes is the size of the data files of t's current snapshot.
-func lakeDataBytes(ctx context.Context, n *lakeNode, t *tables.Table) (int64, error) {
+func lakeDataBytes(ctx context.Context, n *lakeNode, t lakeTableRef) (int64, error) {
 	tbl, err := n.lakeTable(ctx, t)
 	if err != nil {
 		return 0, err
@@ -324,7 +324,7 @@ func tieringFlatness(ctx context.Context, e *env, n *lakeNode, w *WorkloadReport
 
 // runFlatSeries runs Config.LakeRounds rounds of t, and with maintained the
 // maintenance passes the node's loop would run after them.
-func runFlatSeries(ctx context.Context, e *env, n *lakeNode, t *tables.Table, maintained bool) (*flatSeries, error) {
+func runFlatSeries(ctx context.Context, e *env, n *lakeNode, t lakeTableRef, maintained bool) (*flatSeries, error) {
 	cfg := e.cfg
 	fs := &flatSeries{rounds: make([]flatSample, 0, cfg.LakeRounds)}
 	early, mid, late := flatWindows(cfg.LakeRounds)
@@ -334,11 +334,11 @@ func runFlatSeries(ctx context.Context, e *env, n *lakeNode, t *tables.Table, ma
 			return nil, fmt.Errorf("round %d: %w", r, err)
 		}
 		fs.rounds = append(fs.rounds, s)
-		if maintained && r%lakeMaintenance.EveryRounds == 0 {
+		if maintained && r%lakeMaintainEvery == 0 {
 			// As in the node's loop (tiering.Service.runTable), a failed
 			// pass is reported and the rounds go on.
 			start := time.Now()
-			res, err := n.svc.Maintain(ctx, t.Def().ID, r%lakeMaintenance.OrphanEveryRounds == 0)
+			res, err := n.node.Lake().Maintain(ctx, t.id, r%lakeOrphansEvery == 0)
 			fs.passes, fs.compacts = append(fs.passes, ms(time.Since(start))), append(fs.compacts, res.FilesCompacted)
 			if err != nil {
 				if fs.failed++; fs.firstErr == nil {
@@ -384,7 +384,7 @@ func reportFlatness(e *env, w *WorkloadReport, label string, fs *flatSeries) {
 			[]float64{trimmedMean(last)}, []float64{trimmedMean(first)}, 0, 0)
 		w.Notes = append(w.Notes, fmt.Sprintf("%s: %d maintenance passes (one every %d rounds) took %s s in all; "+
 			"they compacted %d data files, the last pass %d",
-			label, len(fs.passes), lakeMaintenance.EveryRounds, human(sum(fs.passes)/1e3), sumInts(fs.compacts), fs.compacts[len(fs.compacts)-1]))
+			label, len(fs.passes), lakeMaintainEvery, human(sum(fs.passes)/1e3), sumInts(fs.compacts), fs.compacts[len(fs.compacts)-1]))
 	}
 	if fs.firstErr != nil {
 		w.Notes = append(w.Notes, fmt.Sprintf("%s: %d of %d maintenance passes failed; the first %s",
@@ -424,15 +424,15 @@ var flatMetrics = []struct {
 
 // flatRound is round r of the flatness series: an ingest (untimed), the
 // round, and with plan a union read's planning.
-func flatRound(ctx context.Context, n *lakeNode, t *tables.Table, r int, plan bool) (flatSample, error) {
+func flatRound(ctx context.Context, n *lakeNode, t lakeTableRef, r int, plan bool) (flatSample, error) {
 	var s flatSample
 	rec := events(int64(r-1)*flatIngestRows, flatIngestRows)
 	defer rec.Release()
-	if err := ingestOne(ctx, n.cl, t.Def().Name, rec); err != nil {
+	if err := ingestOne(ctx, n.cl, t.name, rec); err != nil {
 		return s, err
 	}
 	start := time.Now()
-	res, err := n.svc.Round(ctx, t.Def().ID)
+	res, err := n.node.Lake().Round(ctx, t.id)
 	if err != nil {
 		return s, err
 	}
@@ -444,7 +444,7 @@ func flatRound(ctx context.Context, n *lakeNode, t *tables.Table, r int, plan bo
 		return s, nil
 	}
 	start = time.Now()
-	st, err := n.store.Table(ctx, "", t.Def().Name)
+	st, err := n.node.Resolver().Table(ctx, "", t.name)
 	if err != nil {
 		return s, err
 	}
@@ -468,7 +468,7 @@ func firstLine(s string) string {
 // setLakeProperty sets a property of t's Iceberg table in a commit of its
 // own. The service's next round commits on top of it: the SQL catalog
 // applies a commit's updates to the table's current metadata.
-func setLakeProperty(ctx context.Context, n *lakeNode, t *tables.Table, key, value string) error {
+func setLakeProperty(ctx context.Context, n *lakeNode, t lakeTableRef, key, value string) error {
 	tbl, err := n.lakeTable(ctx, t)
 	if err != nil {
 		return err
@@ -478,14 +478,14 @@ func setLakeProperty(ctx context.Context, n *lakeNode, t *tables.Table, key, val
 		return err
 	}
 	if _, err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("set %s on the lake table of %s: %w", key, t.Name(), err)
+		return fmt.Errorf("set %s on the lake table of %s: %w", key, t.full, err)
 	}
 	return nil
 }
 
 // lakeShape describes t's Iceberg table: snapshots, manifests, data files
 // and the metadata file's size.
-func lakeShape(ctx context.Context, n *lakeNode, t *tables.Table) (string, error) {
+func lakeShape(ctx context.Context, n *lakeNode, t lakeTableRef) (string, error) {
 	tbl, err := n.lakeTable(ctx, t)
 	if err != nil {
 		return "", err

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/lakestream/lakestream/tables"
 )
 
 var unionQueries = []int{0, 2}
@@ -56,8 +55,8 @@ func unionQueriesRun(ctx context.Context, e *env, n *lakeNode, w *WorkloadReport
 		label, table string
 		rows         int64
 	}{
-		{"union (lake + log tail): ", t.Def().Name, int64(cfg.QueryRows)},
-		{"lake only (\"t$lake\"): ", `"` + t.Def().Name + `$lake"`, int64(lakeRows)},
+		{"union (lake + log tail): ", t.name, int64(cfg.QueryRows)},
+		{"lake only (\"t$lake\"): ", `"` + t.name + `$lake"`, int64(lakeRows)},
 	} {
 		read := func(keep bool) ([][]arrow.RecordBatch, error) { return scanNode(ctx, e, n.cl, v.table, v.rows, keep) }
 		if err := scanVsCeiling(e, w, v.label, v.rows, 0, read, "", nil); err != nil {
@@ -76,7 +75,7 @@ func unionQueriesRun(ctx context.Context, e *env, n *lakeNode, w *WorkloadReport
 	client.node = n.cl
 	for _, qi := range unionQueries {
 		q := benchQueries[qi]
-		lakeSQL, duckSQL := fmt.Sprintf(q.sql, t.Def().Name), fmt.Sprintf(q.sql, "events")
+		lakeSQL, duckSQL := fmt.Sprintf(q.sql, t.name), fmt.Sprintf(q.sql, "events")
 		lake := func() (int64, int64, error) { return queryNode(ctx, &client, lakeSQL) }
 		base := func() (int64, int64, error) { return duck.query(duckSQL, querySumCol) }
 		if err := unionQuery(e, w, q.name, lake, base, qi == 0); err != nil {
@@ -94,15 +93,15 @@ func unionQueriesRun(ctx context.Context, e *env, n *lakeNode, w *WorkloadReport
 // loadUnion ingests the rows, tiers the first lakeRows and leaves the rest
 // in the log, checks the split, and returns the table and the paths of the
 // snapshot's data files.
-func loadUnion(ctx context.Context, e *env, n *lakeNode, w *WorkloadReport, lakeRows int) (*tables.Table, []string, error) {
+func loadUnion(ctx context.Context, e *env, n *lakeNode, w *WorkloadReport, lakeRows int) (lakeTableRef, []string, error) {
 	cfg := e.cfg
 	t, err := n.createTable(ctx, "union", cfg.Codec)
 	if err != nil {
-		return nil, nil, err
+		return lakeTableRef{}, nil, err
 	}
 	cls, closeCls, err := dialN(n.addr, cfg.Writers)
 	if err != nil {
-		return nil, nil, err
+		return lakeTableRef{}, nil, err
 	}
 	defer closeCls()
 	ingest := func(from, rows int) (time.Duration, error) {
@@ -112,26 +111,26 @@ func loadUnion(ctx context.Context, e *env, n *lakeNode, w *WorkloadReport, lake
 		}
 		defer release(recs)
 		e.prog.step(int64(rows), "rows", "union: loading %s rows", human(float64(rows)))
-		return ingestAll(ctx, cls, t.Def().Name, recs, e.prog)
+		return ingestAll(ctx, cls, t.name, recs, e.prog)
 	}
 	lakeLoad, err := ingest(0, lakeRows)
 	if err != nil {
-		return nil, nil, err
+		return lakeTableRef{}, nil, err
 	}
 	e.prog.step(0, "", "union: tiering %s rows", human(float64(lakeRows)))
 	start := time.Now()
 	rounds, err := n.tierAll(ctx, t, int64(lakeRows))
 	if err != nil {
-		return nil, nil, err
+		return lakeTableRef{}, nil, err
 	}
 	tierTime := time.Since(start)
 	tailLoad, err := ingest(lakeRows, cfg.QueryRows-lakeRows)
 	if err != nil {
-		return nil, nil, err
+		return lakeTableRef{}, nil, err
 	}
 	files, err := checkUnionSplit(ctx, n, t, int64(lakeRows), int64(cfg.QueryRows-lakeRows))
 	if err != nil {
-		return nil, nil, err
+		return lakeTableRef{}, nil, err
 	}
 	w.Notes = append(w.Notes, fmt.Sprintf("loading took %s ms (ingest of the lake rows), %s ms (%d tiering round(s)), %s ms (ingest of the tail); the lake holds %d data files",
 		human(ms(lakeLoad)), human(ms(tierTime)), rounds, human(ms(tailLoad)), len(files)))
@@ -141,15 +140,15 @@ func loadUnion(ctx context.Context, e *env, n *lakeNode, w *WorkloadReport, lake
 // checkUnionSplit checks that the lake snapshot holds lakeRows rows and the
 // log tail above the tiered offsets tailRows, and returns the snapshot's
 // data files as local paths.
-func checkUnionSplit(ctx context.Context, n *lakeNode, t *tables.Table, lakeRows, tailRows int64) ([]string, error) {
+func checkUnionSplit(ctx context.Context, n *lakeNode, t lakeTableRef, lakeRows, tailRows int64) ([]string, error) {
 	var lag int64
-	for _, b := range n.svc.Status() {
-		if b.Table == t.Name() {
+	for _, b := range n.node.Lake().Status() {
+		if b.Table == t.full {
 			lag += b.LagRows
 		}
 	}
 	if lag != tailRows {
-		return nil, fmt.Errorf("%s: %d rows in the log tail, want %d", t.Name(), lag, tailRows)
+		return nil, fmt.Errorf("%s: %d rows in the log tail, want %d", t.full, lag, tailRows)
 	}
 	tbl, err := n.lakeTable(ctx, t)
 	if err != nil {
@@ -170,7 +169,7 @@ func checkUnionSplit(ctx context.Context, n *lakeNode, t *tables.Table, lakeRows
 		files[i] = p
 	}
 	if rows != lakeRows {
-		return nil, fmt.Errorf("%s: %d rows in the lake, want %d", t.Name(), rows, lakeRows)
+		return nil, fmt.Errorf("%s: %d rows in the lake, want %d", t.full, rows, lakeRows)
 	}
 	return files, nil
 }

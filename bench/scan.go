@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -55,8 +56,12 @@ func runScan(ctx context.Context, e *env) (*WorkloadReport, error) {
 func scanVsCeiling(e *env, w *WorkloadReport, label string, rows, size int64, read func(keep bool) ([][]arrow.RecordBatch, error), name string, codec *arrowmsg.Codec) error {
 	cfg := e.cfg
 	ctx := context.Background()
+	what := "scan" // in progress lines: the label ends in ": "
+	if label != "" {
+		what += " " + strings.TrimSuffix(label, ": ")
+	}
 	// The first scan warms the node and hands its records to the ceiling.
-	e.prog.step(rows, "rows", "scan%s: first read, records to the ceiling", label)
+	e.prog.step(rows, "rows", "%s: first read, records to the ceiling", what)
 	streams, err := read(true)
 	if err != nil {
 		return err
@@ -99,7 +104,7 @@ func scanVsCeiling(e *env, w *WorkloadReport, label string, rows, size int64, re
 		for k := range sides {
 			i := (k + run - 1) % len(sides) // rotate the order run by run
 			s := sides[i]
-			e.prog.step(rows, "rows", "scan%s run %d/%d: %s", label, run, cfg.Runs, s.name)
+			e.prog.step(rows, "rows", "%s, run %d/%d: %s", what, run, cfg.Runs, s.name)
 			start := time.Now()
 			n, err := s.read()
 			if err != nil {

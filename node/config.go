@@ -1,6 +1,11 @@
-// Package node wires one Lakestream process: it opens the catalog and the
-// tables, starts the Flight SQL service and the HTTP status and metrics
-// endpoint, and shuts them down in the reverse order.
+// Package node wires one Lakestream process: it opens the table catalog
+// and the tables, the lake (the Iceberg catalog and the tiering service,
+// which tiers tables in the background unless Config.Tiering leaves the
+// rounds to the caller), the query engine and the Flight SQL service, and
+// the HTTP status and metrics endpoint, and shuts them down in the reverse
+// order. Tables, Lake, LakeCatalog and Resolver expose its parts to a
+// caller in the same process (the benchmarks, package bench), so that
+// node is the only place that wires them.
 package node
 
 import (
@@ -51,10 +56,31 @@ type Config struct {
 	// tiered offset and older than their table's log.retention are deleted
 	// then. Default 1m.
 	RetentionCheck time.Duration
+	// Tiering says who runs the tiering rounds and the lake maintenance of
+	// the tables that tier (datalake.enabled): TieringBackground (Serve
+	// runs a round of each such table every datalake.freshness, and
+	// maintenance every LakeMaintenance.EveryRounds rounds, docs/lake.md)
+	// or TieringManual (Serve runs neither: a round or a maintenance pass
+	// runs only when the caller calls Lake().Round or Lake().Maintain, for
+	// benchmarks that choose when rounds run and read their results).
+	// Default TieringBackground.
+	Tiering string
+	// LakeMaintenance is the lake maintenance policy
+	// (tiering.Maintenance); each zero field takes its default there.
+	// EveryRounds and OrphanEveryRounds schedule the background loop's
+	// passes, so with TieringManual they must be zero: the caller
+	// schedules its Lake().Maintain calls itself.
+	LakeMaintenance tiering.Maintenance
 	// Version is reported by the server.
 	Version string
 	Logger  *slog.Logger
 }
+
+// The values of Config.Tiering.
+const (
+	TieringBackground = "background"
+	TieringManual     = "manual"
+)
 
 // EnsureDefaults fills unset fields.
 func (c *Config) EnsureDefaults() {
@@ -93,6 +119,9 @@ func (c *Config) EnsureDefaults() {
 	if c.RetentionCheck == 0 {
 		c.RetentionCheck = time.Minute
 	}
+	if c.Tiering == "" {
+		c.Tiering = TieringBackground
+	}
 	if c.Version == "" {
 		c.Version = "dev"
 	}
@@ -130,7 +159,27 @@ func (c *Config) Validate() error {
 	if c.DefaultBuckets < 1 || c.DefaultBuckets > 1024 {
 		errs = append(errs, fmt.Errorf("default buckets %d: want 1 to 1024", c.DefaultBuckets))
 	}
+	if err := c.validateTiering(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
+}
+
+// validateTiering checks Tiering, and that LakeMaintenance schedules no
+// pass that no loop would run.
+func (c *Config) validateTiering() error {
+	switch c.Tiering {
+	case TieringBackground:
+		return nil
+	case TieringManual:
+		if m := c.LakeMaintenance; m.EveryRounds != 0 || m.OrphanEveryRounds != 0 {
+			return fmt.Errorf("lake maintenance every %d rounds, orphans every %d rounds: with tiering %q no loop runs passes; leave both 0 and call Lake().Maintain",
+				m.EveryRounds, m.OrphanEveryRounds, TieringManual)
+		}
+		return nil
+	default:
+		return fmt.Errorf("tiering %q: want %s or %s", c.Tiering, TieringBackground, TieringManual)
+	}
 }
 
 // cacheBytes is the cache size in bytes; negative disables it.
@@ -147,6 +196,11 @@ func (c *Config) cacheBytes() (int64, error) {
 
 // metaPath is the SQLite file of the table definitions.
 func (c *Config) metaPath() string { return filepath.Join(c.DataDir, "catalog.db") }
+
+// tieringConfig configures the tiering service.
+func (c *Config) tieringConfig() tiering.Config {
+	return tiering.Config{Maintenance: c.LakeMaintenance, Logger: c.Logger}
+}
 
 // storage is where the lake is.
 func (c *Config) storage() tiering.StorageConfig {

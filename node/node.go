@@ -16,6 +16,7 @@ import (
 	"github.com/lakestream/lakestream/catalog"
 	"github.com/lakestream/lakestream/columnarlog"
 	"github.com/lakestream/lakestream/flightsrv"
+	"github.com/lakestream/lakestream/internal/scan"
 	"github.com/lakestream/lakestream/tables"
 	"github.com/lakestream/lakestream/tiering"
 )
@@ -44,8 +45,30 @@ func (n *Node) HTTPAddr() string {
 	return n.httpL.Addr().String()
 }
 
+// Tables is the node's open tables. Tables, Lake, LakeCatalog and Resolver
+// are the node's own parts, valid from Start until Serve returns (Serve
+// closes them): use them, never close them.
+func (n *Node) Tables() *tables.Store { return n.store }
+
+// Lake is the tiering service. With Config.Tiering TieringManual its Round
+// and Maintain are the only way a table's rows reach the lake; with
+// TieringBackground they run beside Serve's loop (each holds the table's
+// committer). Status reports every tiered bucket's lag.
+func (n *Node) Lake() *tiering.Service { return n.lake }
+
+// LakeCatalog is the Iceberg catalog the lake commits to (Config.Catalog).
+func (n *Node) LakeCatalog() icecatalog.Catalog { return n.ice }
+
+// Resolver resolves table names as the node's query engine does (the
+// package's Resolver over the node's tables and lake).
+func (n *Node) Resolver() scan.Resolver { return Resolver(n.store, n.lake) }
+
 // Start opens storage and binds the listeners; Serve then serves.
-// Start order: catalog, tables (log recovery), query engine, Flight SQL.
+// Start order: the table catalog, the tables (log recovery), the Iceberg
+// catalog and the tiering service over the tables (the lake: it opens or
+// creates the Iceberg table of each table that tiers), the query engine
+// over the union of lake and log, Flight SQL, then the Flight and HTTP
+// listeners. close releases them in reverse.
 func Start(ctx context.Context, cfg Config) (*Node, error) {
 	cfg.EnsureDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -86,7 +109,7 @@ func (n *Node) open(ctx context.Context) error {
 	if n.ice, err = tiering.OpenCatalog(ctx, cfg.storage()); err != nil {
 		return fmt.Errorf("lake catalog: %w", err)
 	}
-	if n.lake, err = tiering.New(ctx, n.ice, store, tiering.Config{Logger: cfg.Logger}); err != nil {
+	if n.lake, err = tiering.New(ctx, n.ice, store, cfg.tieringConfig()); err != nil {
 		return err
 	}
 	if n.engine, err = newEngine(Resolver(store, n.lake), cfg); err != nil {
@@ -111,7 +134,9 @@ func (n *Node) open(ctx context.Context) error {
 // Serve serves until ctx ends, then shuts down: new calls are refused,
 // calls in flight get shutdownGrace to finish (writes complete or fail
 // cleanly: an unacknowledged write is never half-visible), then storage
-// closes.
+// closes. Beside Flight SQL and HTTP it runs the background jobs: expiry
+// of stale Flight state, log retention every Config.RetentionCheck and,
+// with Config.Tiering TieringBackground, the tiering loop.
 func (n *Node) Serve(ctx context.Context) error {
 	g := n.flight.GRPCServer()
 	hs := &http.Server{Handler: n.httpHandler(), ReadHeaderTimeout: 10 * time.Second}
@@ -128,8 +153,12 @@ func (n *Node) Serve(ctx context.Context) error {
 	go n.flight.Expire(bg)
 	go n.store.RunRetention(bg, n.cfg.RetentionCheck)
 	lakeDone := make(chan struct{})
-	go func() { n.lake.Run(bg); close(lakeDone) }()
-	n.cfg.Logger.Info("lakestream serving", "flight", n.Addr(), "http", n.HTTPAddr(), "data_dir", n.cfg.DataDir)
+	if n.cfg.Tiering == TieringBackground {
+		go func() { n.lake.Run(bg); close(lakeDone) }()
+	} else {
+		close(lakeDone) // TieringManual: rounds run when the caller asks
+	}
+	n.cfg.Logger.Info("lakestream serving", "flight", n.Addr(), "http", n.HTTPAddr(), "data_dir", n.cfg.DataDir, "tiering", n.cfg.Tiering)
 	var err error
 	select {
 	case <-ctx.Done():

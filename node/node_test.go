@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,14 +17,25 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go/table"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/lakestream/lakestream/internal/scan"
+	"github.com/lakestream/lakestream/tiering"
 )
 
 func startNode(t *testing.T, dir string) (*Node, context.CancelFunc, chan error) {
 	t.Helper()
+	return startNodeWith(t, Config{DataDir: dir, Listen: "127.0.0.1:0", HTTP: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)})
+}
+
+// startNodeWith starts a node of cfg and serves it until the returned
+// cancel; done receives Serve's result.
+func startNodeWith(t *testing.T, cfg Config) (*Node, context.CancelFunc, chan error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	n, err := Start(ctx, Config{DataDir: dir, Listen: "127.0.0.1:0", HTTP: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)})
+	n, err := Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,14 +126,155 @@ func TestNodeServesRestartsAndReports(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	c := Config{Listen: "nope", HTTP: "x", Sync: "sometimes", Catalog: "ftp://x", Warehouse: "s3://b", DefaultBuckets: 5000}
+	c := Config{Listen: "nope", HTTP: "x", Sync: "sometimes", Catalog: "ftp://x", Warehouse: "s3://b", DefaultBuckets: 5000, Tiering: "later"}
 	c.EnsureDefaults()
 	err := c.Validate()
-	for _, want := range []string{"listen", "http", "sometimes", "catalog", "warehouse", "default buckets"} {
+	for _, want := range []string{"listen", "http", "sometimes", "catalog", "warehouse", "default buckets", `tiering "later"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("validate error %v lacks %q", err, want)
 		}
 	}
+}
+
+// Tiering defaults to the background loop; with manual tiering a
+// maintenance schedule, which only the loop would follow, is refused.
+func TestConfigTiering(t *testing.T) {
+	var c Config
+	c.EnsureDefaults()
+	if c.Tiering != TieringBackground {
+		t.Fatalf("default tiering %q, want %q", c.Tiering, TieringBackground)
+	}
+	for _, tc := range []struct {
+		tiering string
+		m       tiering.Maintenance
+		wantErr string
+	}{
+		{TieringBackground, tiering.Maintenance{EveryRounds: 5, OrphanEveryRounds: 20}, ""},
+		{TieringManual, tiering.Maintenance{RetainSnapshots: 3, SnapshotAge: -1}, ""},
+		{TieringManual, tiering.Maintenance{EveryRounds: 5}, "lake maintenance every 5 rounds"},
+		{TieringManual, tiering.Maintenance{OrphanEveryRounds: 20}, "orphans every 20 rounds"},
+	} {
+		c := Config{Tiering: tc.tiering, LakeMaintenance: tc.m}
+		c.EnsureDefaults()
+		err := c.Validate()
+		if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("tiering %s, maintenance %+v: validate = %v, want %q", tc.tiering, tc.m, err, tc.wantErr)
+		}
+	}
+}
+
+// With Tiering manual the node runs no tiering loop: rows reach the lake
+// only through Lake().Round, and maintenance runs, with the configured
+// policy, only through Lake().Maintain. The accessors reach the node's own
+// parts: the lake's Iceberg catalog, and the resolver of the union reads.
+func TestManualTiering(t *testing.T) {
+	cfg := Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", HTTP: "off", Tiering: TieringManual,
+		LakeMaintenance: tiering.Maintenance{RetainSnapshots: 1, SnapshotAge: -1}, Logger: slog.New(slog.DiscardHandler)}
+	n, stop, done := startNodeWith(t, cfg)
+	cl := client(t, n.Addr())
+	ctx := context.Background()
+	// A freshness of 1ms: a background loop would tier at once.
+	if _, err := cl.ExecuteUpdate(ctx, `CREATE TABLE t (id BIGINT) WITH ('bucket.num'='2', 'bucket.key'='id', 'datalake.freshness'='1ms')`); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := n.Tables().Get(ctx, "", "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := tbl.Def().ID
+	insert := func(from, to int) {
+		t.Helper()
+		if _, err := cl.ExecuteUpdate(ctx, fmt.Sprintf("INSERT INTO t SELECT range FROM range(%d, %d)", from, to)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for r := range 3 {
+		insert(r*100, r*100+100)
+		res, err := n.Lake().Round(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Rows != 100 {
+			t.Fatalf("round %d tiered %d rows, want the 100 inserted before it", r+1, res.Rows)
+		}
+	}
+	m, err := n.Lake().Maintain(ctx, id, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.SnapshotsExpired == 0 {
+		t.Fatalf("maintenance expired no snapshot of 3 with RetainSnapshots 1: %+v", m)
+	}
+	ice, err := n.LakeCatalog().LoadTable(ctx, table.Identifier{"default", "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(ice.Metadata().Snapshots()); got != 1 {
+		t.Fatalf("the Iceberg table keeps %d snapshots, want 1", got)
+	}
+	insert(300, 350) // the log tail, not tiered
+	if got := resolvedRows(t, n, "t"); got != 350 {
+		t.Fatalf("Resolver reads %d rows of the union, want 350", got)
+	}
+	if got := resolvedRows(t, n, "t$lake"); got != 300 {
+		t.Fatalf("Resolver reads %d rows of the lake, want 300", got)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// After a restart the table has a backlog: a background loop would
+	// start a round of it with Serve, at once, while this test first runs
+	// a query over Flight SQL.
+	n, stop, done = startNodeWith(t, cfg)
+	defer func() { stop(); <-done }()
+	cl = client(t, n.Addr())
+	if got := queryInt64(t, cl, `SELECT count(*)::BIGINT FROM "t$lake"`); got != 300 {
+		t.Fatalf("after restart the lake holds %d rows, want 300 (a round ran that no caller asked for)", got)
+	}
+	res, err := n.Lake().Round(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rows != 50 {
+		t.Fatalf("after restart the round tiered %d rows, want the 50 of the backlog", res.Rows)
+	}
+}
+
+// resolvedRows reads every row of table name through the node's Resolver.
+func resolvedRows(t *testing.T, n *Node, name string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	st, err := n.Resolver().Table(ctx, "", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := st.Plan(ctx, scan.Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows int64
+	for _, part := range p.Parts() {
+		rs, err := part.Open(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			rec, err := rs.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows += rec.NumRows()
+			rec.Release()
+		}
+		if err := rs.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return rows
 }
 
 // A node tiers a table on its own: the lake catches up with the log, the
