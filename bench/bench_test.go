@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lakestream/lakestream/internal/arrowmsg"
 )
 
 // TestShortRun runs the short mode of every workload end to end: a node,
@@ -220,8 +222,8 @@ func TestEventsDeterministic(t *testing.T) {
 	a, b := events(100, 50), events(100, 50)
 	defer a.Release()
 	defer b.Release()
-	if a.NumRows() != 50 || arrowBytes(a) != arrowBytes(b) {
-		t.Fatalf("rows %d, bytes %d vs %d", a.NumRows(), arrowBytes(a), arrowBytes(b))
+	if a.NumRows() != 50 || arrowmsg.RecordBytes(a) != arrowmsg.RecordBytes(b) {
+		t.Fatalf("rows %d, bytes %d vs %d", a.NumRows(), arrowmsg.RecordBytes(a), arrowmsg.RecordBytes(b))
 	}
 	for c := range a.NumCols() {
 		if got, want := a.Column(int(c)).String(), b.Column(int(c)).String(); got != want {

@@ -4,6 +4,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lakestream/lakestream/internal/arrowmsg"
 )
 
 // The benchmark rows are events: id BIGINT NOT NULL, amount DOUBLE,
@@ -79,24 +81,10 @@ func release(recs []arrow.RecordBatch) {
 	}
 }
 
-// arrowBytes is the size of rec's buffers: its uncompressed Arrow size,
-// the measure of every MB/s figure.
-func arrowBytes(rec arrow.RecordBatch) int64 {
-	var n int64
-	for _, c := range rec.Columns() {
-		for _, buf := range c.Data().Buffers() {
-			if buf != nil {
-				n += int64(buf.Len())
-			}
-		}
-	}
-	return n
-}
-
 func totalBytes(recs []arrow.RecordBatch) int64 {
 	var n int64
 	for _, r := range recs {
-		n += arrowBytes(r)
+		n += arrowmsg.RecordBytes(r)
 	}
 	return n
 }

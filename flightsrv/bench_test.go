@@ -51,7 +51,7 @@ var benchData = sync.OnceValues(func() ([]arrow.RecordBatch, int64) {
 	var size int64
 	for i := range recs {
 		recs[i] = benchRecord(i * benchBatchRows)
-		size += arrowBytes(recs[i])
+		size += arrowmsg.RecordBytes(recs[i])
 	}
 	return recs, size
 })
@@ -77,19 +77,6 @@ func benchRecord(from int) arrow.RecordBatch {
 		tss.Append(arrow.Timestamp(1_700_000_000_000_000 + id*1000 + int64(x%1000)))
 	}
 	return b.NewRecordBatch()
-}
-
-// arrowBytes is the size of rec's buffers: its uncompressed Arrow size.
-func arrowBytes(rec arrow.RecordBatch) int64 {
-	var n int64
-	for _, c := range rec.Columns() {
-		for _, buf := range c.Data().Buffers() {
-			if buf != nil {
-				n += int64(buf.Len())
-			}
-		}
-	}
-	return n
 }
 
 // readTickets is the client side of every benchmark: DoGet each ticket in

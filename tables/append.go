@@ -9,6 +9,7 @@ import (
 
 	"github.com/lakestream/lakestream/catalog"
 	"github.com/lakestream/lakestream/columnarlog"
+	"github.com/lakestream/lakestream/internal/arrowmsg"
 )
 
 // ErrSchemaChanged is returned by a write that was conformed against a
@@ -50,7 +51,7 @@ func (a *Appender) Add(ctx context.Context, rec arrow.RecordBatch) error {
 		return err
 	}
 	a.pending = append(a.pending, c)
-	a.size += recordBytes(c)
+	a.size += arrowmsg.RecordBytes(c)
 	if a.size >= a.t.limit.MaxWriteBytes {
 		return a.Flush(ctx)
 	}
@@ -110,18 +111,4 @@ func (t *Table) append(def *catalog.Table, parts [][]columnarlog.Batch) error {
 		return fmt.Errorf("write to %s: %w", def.FullName(), err)
 	}
 	return nil
-}
-
-// recordBytes is the size of rec's Arrow buffers, what MaxWriteBytes
-// bounds.
-func recordBytes(rec arrow.RecordBatch) int64 {
-	var n int64
-	for _, c := range rec.Columns() {
-		for _, b := range c.Data().Buffers() {
-			if b != nil {
-				n += int64(b.Len())
-			}
-		}
-	}
-	return n
 }

@@ -147,3 +147,17 @@ func checkBodyLayout(hdr *RecordBatchHeader) error {
 	}
 	return nil
 }
+
+// RecordBytes is the size of rec's buffers: its uncompressed Arrow size
+// (a sliced record counts its whole buffers).
+func RecordBytes(rec arrow.RecordBatch) int64 {
+	var n int64
+	for _, c := range rec.Columns() {
+		for _, b := range c.Data().Buffers() {
+			if b != nil {
+				n += int64(b.Len())
+			}
+		}
+	}
+	return n
+}
