@@ -95,7 +95,16 @@ func (s *Server) streamScan(ctx context.Context, tk *ticket, plain bool, stream 
 		if r.Bucket < 0 || r.Bucket >= t.Log().Buckets() {
 			return fmt.Errorf("%w: ticket bucket %d out of range", errInvalid, r.Bucket)
 		}
-		err := t.ReadBatches(ctx, r, func(b columnarlog.Batch) error {
+		// Rows that retention moved to the lake since the scan was
+		// planned come decoded from the lake's history.
+		fromLake := func(rec arrow.RecordBatch) error {
+			fd, err := s.recordFlightData(rec, arrowmsg.CodecNone)
+			if err != nil {
+				return err
+			}
+			return stream.Send(fd)
+		}
+		err := t.ReadRange(ctx, r, tk.Cols, fromLake, func(b columnarlog.Batch) error {
 			fd, err := s.batchFlightData(t, b, tk.Cols, identity, plain)
 			if err != nil {
 				return err

@@ -37,6 +37,73 @@ func (t *Table) LogRanges() []Range {
 	return out
 }
 
+// ReadRange reads the rows of r: the stored batches holding them through
+// batch (valid only during the call; as ReadBatches). Should log retention
+// have deleted the start of r since it was captured — a tiering round
+// committed after the capture, and retention deleted what it tiered — those
+// rows are in the lake: they are read from the lake's history first, with
+// their offsets, and sent decoded through rec, as records of the changelog
+// columns cols (indexes into ChangelogSchema; the table's own columns have
+// the same indexes there). A table without a lake reports the log's
+// out-of-range error.
+func (t *Table) ReadRange(ctx context.Context, r Range, cols []int, rec func(arrow.RecordBatch) error, batch func(columnarlog.Batch) error) error {
+	err := t.ReadBatches(ctx, r, batch)
+	if !errors.Is(err, columnarlog.ErrOffsetOutOfRange) || t.Lake() == nil || r.From >= r.To {
+		return err
+	}
+	rest, herr := t.historyPrefix(ctx, r, cols, rec)
+	if herr != nil {
+		return errors.Join(err, herr)
+	}
+	return t.ReadBatches(ctx, rest, batch)
+}
+
+// historyPrefix sends the rows of r the lake's history holds, from r.From
+// up to r.To or the history's end, and returns the rest of r.
+func (t *Table) historyPrefix(ctx context.Context, r Range, cols []int, send func(arrow.RecordBatch) error) (Range, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	out := make(chan arrow.RecordBatch, 2)
+	var end int64
+	var herr error
+	go func() {
+		defer close(out)
+		end, herr = t.Lake().ReadHistory(ctx, r.Bucket, r.From, cols, out)
+	}()
+	next := r.From
+	var serr error
+	for rec := range out {
+		n := rec.NumRows()
+		if serr == nil && next < r.To {
+			if next+n > r.To {
+				cut := rec.NewSlice(0, r.To-next)
+				rec.Release()
+				rec = cut
+			}
+			if serr = send(rec); serr != nil {
+				cancel() // the reader stops; what it sent is drained below
+			}
+		} else {
+			cancel()
+		}
+		rec.Release()
+		next += n
+	}
+	if serr != nil {
+		return r, serr
+	}
+	if next >= r.To {
+		return Range{Bucket: r.Bucket, From: r.To, To: r.To}, nil
+	}
+	if herr != nil {
+		return r, fmt.Errorf("read %s bucket %d from the lake: %w", t.Name(), r.Bucket, herr)
+	}
+	if end <= r.From {
+		return r, fmt.Errorf("read %s bucket %d: offset %d is neither in the log nor in the lake", t.Name(), r.Bucket, r.From)
+	}
+	return Range{Bucket: r.Bucket, From: end, To: r.To}, nil
+}
+
 // ReadBatches calls fn with each stored batch holding offsets of r, in
 // order. The batch is valid only during the call.
 func (t *Table) ReadBatches(ctx context.Context, r Range, fn func(columnarlog.Batch) error) error {
@@ -142,12 +209,20 @@ type logPart struct {
 
 // Open streams the part's batches, those the filters do not rule out,
 // projected on the encoded bytes and then decoded, from a goroutine that
-// stops when the stream is closed.
+// stops when the stream is closed. Rows retention moved to the lake since
+// the capture come from the lake's history (ReadRange), unpruned.
 func (p *logPart) Open(ctx context.Context) (scan.RecordStream, error) {
 	return scan.Produce(ctx, 2, func(ctx context.Context, send func(arrow.RecordBatch) bool) error {
 		decode := p.decoder()
 		prune := p.plan.prune
-		return p.plan.t.ReadBatches(ctx, p.r, func(b columnarlog.Batch) error {
+		fromLake := func(rec arrow.RecordBatch) error {
+			rec.Retain()
+			if !send(rec) {
+				return ctx.Err()
+			}
+			return nil
+		}
+		return p.plan.t.ReadRange(ctx, p.r, p.plan.cols, fromLake, func(b columnarlog.Batch) error {
 			if prune != nil {
 				if ok, err := prune.mayMatch(b, p.r.Bucket); err != nil || !ok {
 					return err

@@ -161,6 +161,11 @@ func scanTotals(st scan.Table) (totals, error) {
 	if err != nil {
 		return totals{}, err
 	}
+	return planTotals(ctx, p)
+}
+
+// planTotals reads a plan whose first column is id.
+func planTotals(ctx context.Context, p scan.Plan) (totals, error) {
 	var tot totals
 	seen := map[int64]bool{}
 	for _, part := range p.Parts() {
