@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -71,30 +70,16 @@ func (s *Server) resolveChanges(ctx context.Context, c *planner.Changes) (*table
 	} else {
 		cols = make([]int, len(c.Columns))
 		for i, name := range c.Columns {
-			cols[i] = fieldIndexFold(schema, name)
+			cols[i] = planner.ColumnIndex(schema, name)
 			if cols[i] < 0 {
 				return nil, nil, fmt.Errorf("%w: column %q not found in changes of %s", errInvalid, name, t.Name())
 			}
 		}
 	}
-	if _, _, err := bindFilter(schema, cols, c.Where); err != nil {
+	if _, _, err := planner.BindFilter(schema, cols, c.Where); err != nil {
 		return nil, nil, err
 	}
 	return t, cols, nil
-}
-
-func fieldIndexFold(s *arrow.Schema, name string) int {
-	for i, f := range s.Fields() {
-		if f.Name == name {
-			return i
-		}
-	}
-	for i, f := range s.Fields() {
-		if strings.EqualFold(f.Name, name) {
-			return i
-		}
-	}
-	return -1
 }
 
 // startOffsets resolves each bucket's first offset.
@@ -107,11 +92,10 @@ func startOffsets(ctx context.Context, t *tables.Table, c *planner.Changes) ([]t
 	var at int64
 	switch {
 	case c.StartTime:
-		ts, err := parseTimestamp(c.Start)
-		if err != nil {
+		var err error
+		if at, err = c.StartMicros(); err != nil {
 			return nil, err
 		}
-		at = ts.UnixMicro()
 	case strings.EqualFold(c.Start, "earliest"), strings.EqualFold(c.Start, "latest"):
 	default:
 		var err error
@@ -152,17 +136,6 @@ func startOffsets(ctx context.Context, t *tables.Table, c *planner.Changes) ([]t
 	return out, nil
 }
 
-// parseTimestamp reads the TIMESTAMP literals users write.
-func parseTimestamp(s string) (time.Time, error) {
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999Z07:00", "2006-01-02 15:04:05.999999999Z07",
-		"2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999", "2006-01-02"} {
-		if t, err := time.Parse(layout, strings.TrimSpace(s)); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("%w: changes(): timestamp %q: want e.g. '2026-01-02 15:04:05' (UTC) or with an offset", errInvalid, s)
-}
-
 // streamChanges follows the ticket's buckets and sends their rows as they
 // commit, until the client goes away. Each bucket is read by its own
 // goroutine into a small channel; the channel and gRPC's flow control are
@@ -179,7 +152,7 @@ func (s *Server) streamChanges(ctx context.Context, tk *ticket, stream flight.Fl
 			return fmt.Errorf("%w: ticket column %d out of range", errInvalid, c)
 		}
 	}
-	read, filter, err := bindFilter(schema, tk.Cols, tk.Where)
+	read, filter, err := planner.BindFilter(schema, tk.Cols, tk.Where)
 	if err != nil {
 		return err
 	}
@@ -227,10 +200,10 @@ func (s *Server) streamChanges(ctx context.Context, tk *ticket, stream flight.Fl
 
 // sendChanges writes rec, which it releases, or the rows of it that meet
 // filter; a record of which no row does is not sent.
-func (s *Server) sendChanges(w *flight.Writer, rec arrow.RecordBatch, filter *changesFilter) error {
+func (s *Server) sendChanges(w *flight.Writer, rec arrow.RecordBatch, filter *planner.Filter) error {
 	if filter != nil {
 		var err error
-		if rec, err = filter.apply(rec, s.opts.Mem); err != nil || rec == nil {
+		if rec, err = filter.Apply(rec, s.opts.Mem); err != nil || rec == nil {
 			return err
 		}
 	}

@@ -99,6 +99,16 @@ func parseChanges(sql string) (*Changes, bool, error) {
 	return c, true, nil
 }
 
+// StartMicros is the start of a changes('t', TIMESTAMP '...') subscription
+// in microseconds since the epoch, UTC.
+func (c *Changes) StartMicros() (int64, error) {
+	t, err := parseTimestamp(c.Start)
+	if err != nil {
+		return 0, err
+	}
+	return t.UnixMicro(), nil
+}
+
 // splitTableName splits "db.table"; names are folded like unquoted SQL names.
 func splitTableName(name string) (db, table string) {
 	name = strings.TrimSpace(name)

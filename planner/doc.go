@@ -3,6 +3,10 @@
 // else) take the zero-copy path that forwards stored batches, and every other
 // query runs in embedded DuckDB (planner/duck) over the scan interface.
 //
+// It also owns the changes() filter: the parser of its WHERE
+// (changes_filter.go) and its binding to the changelog schema and
+// evaluation over the followed batches (filter.go), which flightsrv calls.
+//
 // planner reads table data only through internal/scan; it does not import
 // columnarlog, tables or flightsrv.
 package planner

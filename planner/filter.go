@@ -1,4 +1,4 @@
-package flightsrv
+package planner
 
 import (
 	"bytes"
@@ -14,18 +14,16 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-
-	"github.com/lakestream/lakestream/planner"
 )
 
-// changesFilter is the WHERE of a subscription bound to the changelog
+// Filter is the WHERE of a changes() subscription bound to the changelog
 // schema. The followers read the selected columns followed by the filter
 // columns that are not selected; the filter keeps rows, then drops those
 // extra columns. It is evaluated with plain loops over the typed arrays:
 // an earlier version built on arrow's compute kernels hung under -race for
 // reasons never found, and the conditions are simple enough not to need
 // them.
-type changesFilter struct {
+type Filter struct {
 	conds []boundCond
 	// out is the number of leading read columns that are sent.
 	out    int
@@ -43,24 +41,24 @@ type predicate interface {
 	keep(arr arrow.Array, sel []bool) error
 }
 
-// bindFilter checks where against the changelog schema and returns the
+// BindFilter checks where against the changelog schema and returns the
 // columns to read (cols, then the filter's other columns) and the filter,
 // nil when there is no WHERE. A literal that does not convert to its
-// column's type is an errInvalid naming the column.
-func bindFilter(schema *arrow.Schema, cols []int, where []planner.Condition) ([]int, *changesFilter, error) {
+// column's type is an ErrInvalid naming the column.
+func BindFilter(schema *arrow.Schema, cols []int, where []Condition) ([]int, *Filter, error) {
 	if len(where) == 0 {
 		return cols, nil, nil
 	}
 	read := append([]int(nil), cols...)
-	f := &changesFilter{out: len(cols), schema: projectSchema(schema, cols)}
+	f := &Filter{out: len(cols), schema: selectFields(schema, cols)}
 	for _, c := range where {
-		idx := fieldIndexFold(schema, c.Column)
+		idx := ColumnIndex(schema, c.Column)
 		if idx < 0 {
-			return nil, nil, fmt.Errorf("%w: changes(): WHERE %s: column %q not found in changes", errInvalid, c, c.Column)
+			return nil, nil, fmt.Errorf("%w: changes(): WHERE %s: column %q not found in changes", ErrInvalid, c, c.Column)
 		}
 		pred, err := bindPredicate(schema.Field(idx), c)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: changes(): WHERE %s: %v", errInvalid, c, err)
+			return nil, nil, fmt.Errorf("%w: changes(): WHERE %s: %v", ErrInvalid, c, err)
 		}
 		pos := indexOf(read, idx)
 		if pos < 0 {
@@ -72,6 +70,32 @@ func bindFilter(schema *arrow.Schema, cols []int, where []planner.Condition) ([]
 	return read, f, nil
 }
 
+// ColumnIndex is the index of the field of s named name: the exact name
+// if there is one, else the first that matches without case, as unquoted
+// names are matched; -1 when none does.
+func ColumnIndex(s *arrow.Schema, name string) int {
+	for i, f := range s.Fields() {
+		if f.Name == name {
+			return i
+		}
+	}
+	for i, f := range s.Fields() {
+		if strings.EqualFold(f.Name, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// selectFields is the schema of the columns cols of s, in that order.
+func selectFields(s *arrow.Schema, cols []int) *arrow.Schema {
+	fields := make([]arrow.Field, len(cols))
+	for i, c := range cols {
+		fields[i] = s.Field(c)
+	}
+	return arrow.NewSchema(fields, nil)
+}
+
 func indexOf(xs []int, x int) int {
 	for i, v := range xs {
 		if v == x {
@@ -81,11 +105,11 @@ func indexOf(xs []int, x int) int {
 	return -1
 }
 
-// apply returns the rows of rec that meet every condition, with the sent
+// Apply returns the rows of rec that meet every condition, with the sent
 // columns only, or nil when none does. It takes ownership of rec. Kept
 // rows keep their _offset: a consumer resumes from them as from an
 // unfiltered stream.
-func (f *changesFilter) apply(rec arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {
+func (f *Filter) Apply(rec arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {
 	defer rec.Release()
 	n := int(rec.NumRows())
 	sel := make([]bool, n)
@@ -160,19 +184,19 @@ func takeRuns(arr arrow.Array, runs [][2]int, mem memory.Allocator) (arrow.Array
 
 // holds reports whether a comparison whose operands compare as c (-1, 0,
 // 1) meets op.
-func holds(op planner.Op, c int) bool {
+func holds(op Op, c int) bool {
 	switch op {
-	case planner.OpEq:
+	case OpEq:
 		return c == 0
-	case planner.OpNe:
+	case OpNe:
 		return c != 0
-	case planner.OpLt:
+	case OpLt:
 		return c < 0
-	case planner.OpLe:
+	case OpLe:
 		return c <= 0
-	case planner.OpGt:
+	case OpGt:
 		return c > 0
-	case planner.OpGe:
+	case OpGe:
 		return c >= 0
 	}
 	return false
@@ -182,9 +206,9 @@ func holds(op planner.Op, c int) bool {
 // DuckDB's for a constant compared with a column: the constant takes the
 // column's type, except that a fractional number compared with an integer
 // column compares numerically (id > 1.5 keeps 2).
-func bindPredicate(field arrow.Field, c planner.Condition) (predicate, error) {
-	if c.Op == planner.OpIsNull || c.Op == planner.OpIsNotNull {
-		return nullPred{notNull: c.Op == planner.OpIsNotNull}, nil
+func bindPredicate(field arrow.Field, c Condition) (predicate, error) {
+	if c.Op == OpIsNull || c.Op == OpIsNotNull {
+		return nullPred{notNull: c.Op == OpIsNotNull}, nil
 	}
 	lit := c.Value
 	switch dt := field.Type.(type) {
@@ -225,7 +249,7 @@ func bindPredicate(field arrow.Field, c planner.Condition) (predicate, error) {
 		}
 		return newDecimalPred(c.Op, r, dt.Scale), nil
 	case *arrow.StringType, *arrow.BinaryType:
-		if lit.Kind != planner.LitString {
+		if lit.Kind != LitString {
 			return nil, fmt.Errorf("%s is %s: compare it with a 'string'", field.Name, field.Type)
 		}
 		return bytesPred{op: c.Op, v: []byte(lit.Text)}, nil
@@ -239,18 +263,18 @@ func bindPredicate(field arrow.Field, c planner.Condition) (predicate, error) {
 	return nil, fmt.Errorf("cannot filter on %s of type %s", field.Name, field.Type)
 }
 
-func literalError(lit planner.Literal, want string) error {
+func literalError(lit Literal, want string) error {
 	return fmt.Errorf("cannot convert %s literal %q to %s", lit.Kind, lit.Text, want)
 }
 
 // integerLiteral reads a literal compared with an integer column: any
 // number, or a string holding an integer (DuckDB casts it to the column's
 // type).
-func integerLiteral(lit planner.Literal) (*big.Rat, error) {
+func integerLiteral(lit Literal) (*big.Rat, error) {
 	switch lit.Kind {
-	case planner.LitNumber:
+	case LitNumber:
 		return numericLiteral(lit)
-	case planner.LitString:
+	case LitString:
 		if v, err := strconv.ParseInt(strings.TrimSpace(lit.Text), 10, 64); err == nil {
 			return new(big.Rat).SetInt64(v), nil
 		}
@@ -259,8 +283,8 @@ func integerLiteral(lit planner.Literal) (*big.Rat, error) {
 }
 
 // numericLiteral reads a number exactly, from a number or a string.
-func numericLiteral(lit planner.Literal) (*big.Rat, error) {
-	if lit.Kind == planner.LitNumber || lit.Kind == planner.LitString {
+func numericLiteral(lit Literal) (*big.Rat, error) {
+	if lit.Kind == LitNumber || lit.Kind == LitString {
 		if r, ok := new(big.Rat).SetString(strings.TrimSpace(lit.Text)); ok {
 			return r, nil
 		}
@@ -270,9 +294,9 @@ func numericLiteral(lit planner.Literal) (*big.Rat, error) {
 
 // timestampLiteral is microseconds since the epoch, exactly (a literal
 // with nanoseconds is a fraction). Without an offset it is UTC.
-func timestampLiteral(lit planner.Literal) (*big.Rat, error) {
+func timestampLiteral(lit Literal) (*big.Rat, error) {
 	switch lit.Kind {
-	case planner.LitTimestamp, planner.LitString, planner.LitDate:
+	case LitTimestamp, LitString, LitDate:
 		t, err := parseTimestamp(lit.Text)
 		if err != nil {
 			return nil, literalError(lit, "a timestamp")
@@ -284,15 +308,15 @@ func timestampLiteral(lit planner.Literal) (*big.Rat, error) {
 
 // dateLiteral is days since the epoch; a timestamp literal is a fraction
 // of a day, as DuckDB compares a date with a timestamp as timestamps.
-func dateLiteral(lit planner.Literal) (*big.Rat, error) {
+func dateLiteral(lit Literal) (*big.Rat, error) {
 	switch lit.Kind {
-	case planner.LitDate, planner.LitString:
+	case LitDate, LitString:
 		t, err := time.Parse("2006-01-02", strings.TrimSpace(lit.Text))
 		if err != nil {
 			return nil, literalError(lit, "a date")
 		}
 		return big.NewRat(t.Unix(), 86400), nil
-	case planner.LitTimestamp:
+	case LitTimestamp:
 		r, err := timestampLiteral(lit)
 		if err != nil {
 			return nil, err
@@ -303,8 +327,8 @@ func dateLiteral(lit planner.Literal) (*big.Rat, error) {
 }
 
 // timeLiteral is the time of day in unit.
-func timeLiteral(lit planner.Literal, unit arrow.TimeUnit) (*big.Rat, error) {
-	if lit.Kind == planner.LitTime || lit.Kind == planner.LitString {
+func timeLiteral(lit Literal, unit arrow.TimeUnit) (*big.Rat, error) {
+	if lit.Kind == LitTime || lit.Kind == LitString {
 		for _, layout := range []string{"15:04:05.999999999", "15:04"} {
 			if t, err := time.Parse(layout, strings.TrimSpace(lit.Text)); err == nil {
 				ns := int64(t.Hour())*int64(time.Hour) + int64(t.Minute())*int64(time.Minute) +
@@ -317,8 +341,8 @@ func timeLiteral(lit planner.Literal, unit arrow.TimeUnit) (*big.Rat, error) {
 }
 
 // floatLiteral reads a number, or a string such as 'NaN' or 'inf'.
-func floatLiteral(lit planner.Literal, single bool) (float64, error) {
-	if lit.Kind != planner.LitNumber && lit.Kind != planner.LitString {
+func floatLiteral(lit Literal, single bool) (float64, error) {
+	if lit.Kind != LitNumber && lit.Kind != LitString {
 		return 0, literalError(lit, "a floating-point number")
 	}
 	bits := 64
@@ -332,8 +356,8 @@ func floatLiteral(lit planner.Literal, single bool) (float64, error) {
 	return v, nil
 }
 
-func boolLiteral(lit planner.Literal) (bool, error) {
-	if lit.Kind == planner.LitBool || lit.Kind == planner.LitString {
+func boolLiteral(lit Literal) (bool, error) {
+	if lit.Kind == LitBool || lit.Kind == LitString {
 		switch strings.ToLower(strings.TrimSpace(lit.Text)) {
 		case "true", "t":
 			return true, nil
@@ -360,7 +384,7 @@ func (p nullPred) keep(arr arrow.Array, sel []bool) error {
 // times) with a literal made exact in that column's integer domain, or,
 // when no integer equals the literal's effect, with a constant outcome.
 type intPred struct {
-	op planner.Op
+	op Op
 	v  int64
 	// konst, when not 0, is the outcome for every non-null row: 1 true,
 	// -1 false.
@@ -371,7 +395,7 @@ type intPred struct {
 // for an integer x: for a fraction, x < r and x <= r are x <= floor(r),
 // x > r and x >= r are x > floor(r), x = r never holds and x <> r always
 // does (konst -1 or 1).
-func rewrite(op planner.Op, r *big.Rat) (planner.Op, *big.Int, int) {
+func rewrite(op Op, r *big.Rat) (Op, *big.Int, int) {
 	v := new(big.Int).Quo(r.Num(), r.Denom()) // truncated
 	if r.IsInt() {
 		return op, v, 0
@@ -380,28 +404,28 @@ func rewrite(op planner.Op, r *big.Rat) (planner.Op, *big.Int, int) {
 		v.Sub(v, big.NewInt(1)) // floor
 	}
 	switch op {
-	case planner.OpEq:
+	case OpEq:
 		return op, v, -1
-	case planner.OpNe:
+	case OpNe:
 		return op, v, 1
-	case planner.OpLt:
-		op = planner.OpLe
-	case planner.OpGe:
-		op = planner.OpGt
+	case OpLt:
+		op = OpLe
+	case OpGe:
+		op = OpGt
 	}
 	return op, v, 0
 }
 
 // outOfRange is the constant outcome of x op v for every x of a type
 // whose values are all below v (v > 0) or all above it.
-func outOfRange(op planner.Op, v *big.Int) int {
+func outOfRange(op Op, v *big.Int) int {
 	if holds(op, -v.Sign()) {
 		return 1
 	}
 	return -1
 }
 
-func newIntPred(op planner.Op, r *big.Rat) intPred {
+func newIntPred(op Op, r *big.Rat) intPred {
 	op, v, konst := rewrite(op, r)
 	switch {
 	case konst != 0:
@@ -452,7 +476,7 @@ func keepInts[T ~int8 | ~int16 | ~int32 | ~int64](vals []T, arr arrow.Array, p i
 // floatPred compares in DuckDB's order: NaN above every number and equal
 // to itself.
 type floatPred struct {
-	op planner.Op
+	op Op
 	v  float64
 }
 
@@ -497,14 +521,14 @@ func keepFloats[T float32 | float64](vals []T, arr arrow.Array, p floatPred, sel
 // decimalPred compares unscaled decimal values, the literal rewritten as
 // for integers.
 type decimalPred struct {
-	op    planner.Op
+	op    Op
 	v     decimal128.Num
 	konst int
 }
 
 // newDecimalPred compares unscaled values: r times 10^scale, rewritten
 // as for integers.
-func newDecimalPred(op planner.Op, r *big.Rat, scale int32) decimalPred {
+func newDecimalPred(op Op, r *big.Rat, scale int32) decimalPred {
 	pow := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil)
 	op, v, konst := rewrite(op, new(big.Rat).Mul(r, new(big.Rat).SetInt(pow)))
 	switch {
@@ -540,7 +564,7 @@ func (p decimalPred) keep(arr arrow.Array, sel []bool) error {
 // bytesPred compares strings and blobs bytewise, DuckDB's default
 // (binary) collation.
 type bytesPred struct {
-	op planner.Op
+	op Op
 	v  []byte
 }
 
@@ -568,7 +592,7 @@ func (p bytesPred) keep(arr arrow.Array, sel []bool) error {
 
 // boolPred compares booleans, false before true.
 type boolPred struct {
-	op planner.Op
+	op Op
 	v  bool
 }
 
@@ -590,4 +614,15 @@ func (p boolPred) keep(arr arrow.Array, sel []bool) error {
 		}
 	}
 	return nil
+}
+
+// parseTimestamp reads the TIMESTAMP literals users write.
+func parseTimestamp(s string) (time.Time, error) {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999Z07:00", "2006-01-02 15:04:05.999999999Z07",
+		"2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999", "2006-01-02"} {
+		if t, err := time.Parse(layout, strings.TrimSpace(s)); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%w: changes(): timestamp %q: want e.g. '2026-01-02 15:04:05' (UTC) or with an offset", ErrInvalid, s)
 }
