@@ -16,9 +16,10 @@ type Changes struct {
 	// Columns are the selected names; nil means *.
 	Columns []string
 	// Start is 'earliest', 'latest', '<bucket>:<offset>,...' or, when
-	// StartTime is set, the text of a TIMESTAMP literal.
-	Start     string
-	StartTime bool
+	// StartTime is set, the text of a TIMESTAMP literal (a TIMESTAMPTZ
+	// one when StartTZ is set too).
+	Start              string
+	StartTime, StartTZ bool
 	// Endpoints splits the buckets into this many endpoints, each an
 	// independent stream. Default 1: clients such as ADBC read endpoints
 	// one after the other, which never ends for an unbounded stream.
@@ -67,8 +68,10 @@ func parseChanges(sql string) (*Changes, bool, error) {
 		return nil, true, fmt.Errorf("changes(): the first argument is the table name as a string, e.g. changes('events', 'latest')")
 	}
 	c.DB, c.Table = splitTableName(name)
-	if s.keyword("timestamp") || s.keyword("timestamptz") {
+	if s.keyword("timestamp") {
 		c.StartTime = true
+	} else if s.keyword("timestamptz") {
+		c.StartTime, c.StartTZ = true, true
 	}
 	if c.Start, ok = s.str(); !ok {
 		return nil, true, fmt.Errorf("changes(): the start is 'earliest', 'latest', TIMESTAMP '...' or '<bucket>:<offset>,...'")
@@ -100,13 +103,24 @@ func parseChanges(sql string) (*Changes, bool, error) {
 }
 
 // StartMicros is the start of a changes('t', TIMESTAMP '...') subscription
-// in microseconds since the epoch, UTC.
+// in microseconds since the epoch, UTC. The literal is read as it would be
+// compared with _commit_timestamp, a TIMESTAMPTZ (literal.go): an offset
+// counts in a TIMESTAMPTZ literal and not in a TIMESTAMP one, as in
+// "t$changelog" WHERE _commit_timestamp >= TIMESTAMP '...'.
 func (c *Changes) StartMicros() (int64, error) {
-	t, err := parseTimestamp(c.Start)
+	lit := Literal{Kind: LitTimestamp, Text: c.Start}
+	if c.StartTZ {
+		lit.Kind = LitTimestampTZ
+	}
+	k, err := lit.Const()
 	if err != nil {
 		return 0, err
 	}
-	return t.UnixMicro(), nil
+	us, err := k.TimestampMicros(true)
+	if err != nil {
+		return 0, fmt.Errorf("%w: changes(): start %q: want e.g. TIMESTAMP '2026-01-02 15:04:05' (UTC), or TIMESTAMPTZ '2026-01-02 15:04:05+02:00' for an offset", ErrInvalid, c.Start)
+	}
+	return us, nil
 }
 
 // splitTableName splits "db.table"; names are folded like unquoted SQL names.

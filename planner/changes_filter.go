@@ -41,12 +41,13 @@ type LiteralKind string
 
 // The literals a changes() filter accepts.
 const (
-	LitNumber    LiteralKind = "number"    // 42, -2, 1.5, 1e3
-	LitString    LiteralKind = "string"    // 'text'
-	LitBool      LiteralKind = "bool"      // TRUE, FALSE (Text "true"/"false")
-	LitTimestamp LiteralKind = "timestamp" // TIMESTAMP '...' or TIMESTAMPTZ '...'
-	LitDate      LiteralKind = "date"      // DATE '...'
-	LitTime      LiteralKind = "time"      // TIME '...'
+	LitNumber      LiteralKind = "number"      // 42, -2, 1.5, 1e3
+	LitString      LiteralKind = "string"      // 'text'
+	LitBool        LiteralKind = "bool"        // TRUE, FALSE (Text "true"/"false")
+	LitTimestamp   LiteralKind = "timestamp"   // TIMESTAMP '...'
+	LitTimestampTZ LiteralKind = "timestamptz" // TIMESTAMPTZ '...'
+	LitDate        LiteralKind = "date"        // DATE '...'
+	LitTime        LiteralKind = "time"        // TIME '...'
 )
 
 // Literal is a constant of a changes() filter, as written.
@@ -74,7 +75,7 @@ func (c Condition) String() string {
 	return fmt.Sprintf("%s %s %s'%s'", c.Column, c.Op, literalPrefix[c.Value.Kind], strings.ReplaceAll(c.Value.Text, "'", "''"))
 }
 
-var literalPrefix = map[LiteralKind]string{LitTimestamp: "TIMESTAMP ", LitDate: "DATE ", LitTime: "TIME "}
+var literalPrefix = map[LiteralKind]string{LitTimestamp: "TIMESTAMP ", LitTimestampTZ: "TIMESTAMPTZ ", LitDate: "DATE ", LitTime: "TIME "}
 
 // whereHelp says what a filter over an unbounded stream may be.
 const whereHelp = "changes() supports WHERE conditions of the form `column op literal` joined by AND " +
@@ -220,7 +221,7 @@ func (s *scanner) literal() (Literal, bool, error) {
 	for _, typed := range []struct {
 		kw   string
 		kind LiteralKind
-	}{{"timestamptz", LitTimestamp}, {"timestamp", LitTimestamp}, {"date", LitDate}, {"time", LitTime}} {
+	}{{"timestamptz", LitTimestampTZ}, {"timestamp", LitTimestamp}, {"date", LitDate}, {"time", LitTime}} {
 		if s.keyword(typed.kw) {
 			if text, ok := s.str(); ok {
 				return Literal{Kind: typed.kind, Text: text}, true, nil
