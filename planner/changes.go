@@ -48,23 +48,23 @@ func parseChanges(sql string) (*Changes, bool, error) {
 	if !mentionsChanges(sql) {
 		return nil, false, nil
 	}
-	s := &scanner{src: sql}
+	s := &cursor{src: sql}
 	if !s.keyword("select") {
 		return nil, true, errUnboundedQuery
 	}
 	c := &Changes{Endpoints: 1}
-	if !s.punct('*') {
+	if !s.punct("*") {
 		cols, ok := s.selectList()
 		if !ok {
 			return nil, true, errUnboundedQuery
 		}
 		c.Columns = cols
 	}
-	if !s.keyword("from") || !s.keyword("changes") || !s.punct('(') {
+	if !s.keyword("from") || !s.keyword("changes") || !s.punct("(") {
 		return nil, true, errUnboundedQuery
 	}
 	name, ok := s.str()
-	if !ok || !s.punct(',') {
+	if !ok || !s.punct(",") {
 		return nil, true, fmt.Errorf("changes(): the first argument is the table name as a string, e.g. changes('events', 'latest')")
 	}
 	c.DB, c.Table = splitTableName(name)
@@ -76,14 +76,14 @@ func parseChanges(sql string) (*Changes, bool, error) {
 	if c.Start, ok = s.str(); !ok {
 		return nil, true, fmt.Errorf("changes(): the start is 'earliest', 'latest', TIMESTAMP '...' or '<bucket>:<offset>,...'")
 	}
-	if s.punct(',') {
+	if s.punct(",") {
 		n, ok := s.number()
 		if !ok || n < 1 || n > 1024 {
 			return nil, true, fmt.Errorf("changes(): the third argument is the number of endpoints, 1 to 1024")
 		}
 		c.Endpoints = n
 	}
-	if !s.punct(')') {
+	if !s.punct(")") {
 		return nil, true, errUnboundedQuery
 	}
 	if s.keyword("where") {
@@ -94,9 +94,8 @@ func parseChanges(sql string) (*Changes, bool, error) {
 		c.Where = where
 		return c, true, nil
 	}
-	s.punct(';')
-	s.skipSpace()
-	if s.pos != len(s.src) {
+	s.punct(";")
+	if !s.atEnd() {
 		return nil, true, errUnboundedQuery
 	}
 	return c, true, nil
@@ -133,7 +132,7 @@ func splitTableName(name string) (db, table string) {
 }
 
 // selectList reads "a, b, c" up to FROM.
-func (s *scanner) selectList() ([]string, bool) {
+func (s *cursor) selectList() ([]string, bool) {
 	var out []string
 	for {
 		id, ok := s.ident()
@@ -141,50 +140,10 @@ func (s *scanner) selectList() ([]string, bool) {
 			return nil, false
 		}
 		out = append(out, id)
-		if !s.punct(',') {
+		if !s.punct(",") {
 			return out, true
 		}
 	}
-}
-
-// str reads a single-quoted SQL string.
-func (s *scanner) str() (string, bool) {
-	s.skipSpace()
-	return s.quoted('\'')
-}
-
-// quoted reads a string delimited by q at the scanner's position, a doubled
-// q standing for itself: SQL's 'string' and "identifier".
-func (s *scanner) quoted(q byte) (string, bool) {
-	if s.pos >= len(s.src) || s.src[s.pos] != q {
-		return "", false
-	}
-	var b strings.Builder
-	for i := s.pos + 1; i < len(s.src); i++ {
-		if s.src[i] != q {
-			b.WriteByte(s.src[i])
-			continue
-		}
-		if i+1 < len(s.src) && s.src[i+1] == q {
-			b.WriteByte(q)
-			i++
-			continue
-		}
-		s.pos = i + 1
-		return b.String(), true
-	}
-	return "", false
-}
-
-// number reads a non-negative integer.
-func (s *scanner) number() (int, bool) {
-	s.skipSpace()
-	start := s.pos
-	for s.pos < len(s.src) && s.src[s.pos] >= '0' && s.src[s.pos] <= '9' {
-		s.pos++
-	}
-	n, err := strconv.Atoi(s.src[start:s.pos])
-	return n, err == nil
 }
 
 // ParseOffsets reads '<bucket>:<offset>,...' start positions.

@@ -33,6 +33,8 @@ func TestParseChangesWhere(t *testing.T) {
 			"AND tm > TIME '10:00' AND TIMESTAMPTZ '2026-01-01' < ts", nil,
 			[]Condition{{"ts", OpGe, Literal{LitTimestamp, "2026-01-01 10:00:00"}}, {"d", OpLt, Literal{LitDate, "2026-01-02"}},
 				{"tm", OpGt, Literal{LitTime, "10:00"}}, {"ts", OpGt, Literal{LitTimestampTZ, "2026-01-01"}}}},
+		{"SELECT * FROM changes('t', 'latest') /* a /* b */ */ WHERE a>-1 AND b<-.5e1 -- end", nil,
+			[]Condition{{"a", OpGt, num("-1")}, {"b", OpLt, num("-.5e1")}}},
 		{`SELECT * FROM changes('t', 'latest') WHERE "My Col" = 'it''s' AND date = '2026-01-01'`, nil,
 			[]Condition{{"My Col", OpEq, strl("it's")}, {"date", OpEq, strl("2026-01-01")}}},
 	} {
@@ -68,6 +70,9 @@ func TestParseChangesWhereRefused(t *testing.T) {
 		"WHERE EXISTS (SELECT 1)":        "expected a column name",
 		"WHERE a = 'open":                "unterminated",
 		"WHERE a = 12abc":                "expected a literal",
+		"WHERE a = - 1":                  "expected a literal",
+		"WHERE a = 1e":                   "expected a literal",
+		`WHERE "" = 1`:                   "expected a column name",
 		"WHERE":                          "expected a column name",
 		"WHERE a = 1 AND":                "expected a column name",
 		"WHERE t.a = 1":                  "qualified",
