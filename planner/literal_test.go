@@ -49,7 +49,7 @@ func TestParseTimestamp(t *testing.T) {
 			if honour {
 				want = tc.honoured
 			}
-			got, err := ParseTimestamp(tc.in, honour)
+			got, err := parseTimestamp(tc.in, honour)
 			switch {
 			case want == 0 && err == nil:
 				t.Errorf("%q (honour %v): %d, want refused", tc.in, honour, got)

@@ -201,38 +201,47 @@ func newIntPred(op Op, r *big.Rat) intPred {
 }
 
 func (p intPred) keep(arr arrow.Array, sel []bool) error {
-	switch a := arr.(type) {
-	case *array.Int8:
-		keepInts(a.Int8Values(), arr, p, sel)
-	case *array.Int16:
-		keepInts(a.Int16Values(), arr, p, sel)
-	case *array.Int32:
-		keepInts(a.Int32Values(), arr, p, sel)
-	case *array.Int64:
-		keepInts(a.Int64Values(), arr, p, sel)
-	case *array.Timestamp:
-		keepInts(a.TimestampValues(), arr, p, sel)
-	case *array.Date32:
-		keepInts(a.Date32Values(), arr, p, sel)
-	case *array.Time64:
-		keepInts(a.Time64Values(), arr, p, sel)
-	default:
+	at, ok := intValues(arr)
+	if !ok {
 		return fmt.Errorf("changes(): filter: integer comparison over %s", arr.DataType())
 	}
+	if p.konst != 0 {
+		keepWhere(arr, sel, func(int) bool { return p.konst > 0 })
+		return nil
+	}
+	keepWhere(arr, sel, func(i int) bool { return holds(p.op, cmp.Compare(at(i), p.v)) })
 	return nil
 }
 
-func keepInts[T ~int8 | ~int16 | ~int32 | ~int64](vals []T, arr arrow.Array, p intPred, sel []bool) {
+// intValues reads the values of an integer-stored array (integers,
+// timestamps, dates, times) as int64.
+func intValues(arr arrow.Array) (func(i int) int64, bool) {
+	switch a := arr.(type) {
+	case *array.Int8:
+		return func(i int) int64 { return int64(a.Value(i)) }, true
+	case *array.Int16:
+		return func(i int) int64 { return int64(a.Value(i)) }, true
+	case *array.Int32:
+		return func(i int) int64 { return int64(a.Value(i)) }, true
+	case *array.Int64:
+		return a.Value, true
+	case *array.Timestamp:
+		return func(i int) int64 { return int64(a.Value(i)) }, true
+	case *array.Date32:
+		return func(i int) int64 { return int64(a.Value(i)) }, true
+	case *array.Time64:
+		return func(i int) int64 { return int64(a.Value(i)) }, true
+	}
+	return nil, false
+}
+
+// keepWhere clears sel[i] for the selected rows of arr that are NULL, which
+// never compare, or for which holds is false.
+func keepWhere(arr arrow.Array, sel []bool, holds func(i int) bool) {
 	nulls := arr.NullN() > 0
-	for i, v := range vals {
-		switch {
-		case !sel[i]:
-		case nulls && arr.IsNull(i):
-			sel[i] = false
-		case p.konst != 0:
-			sel[i] = p.konst > 0
-		default:
-			sel[i] = holds(p.op, cmp.Compare(int64(v), p.v))
+	for i := range sel {
+		if sel[i] {
+			sel[i] = !(nulls && arr.IsNull(i)) && holds(i)
 		}
 	}
 }
@@ -259,36 +268,21 @@ func compareFloat(a, b float64) int {
 }
 
 func (p floatPred) keep(arr arrow.Array, sel []bool) error {
+	var at func(i int) float64
 	switch a := arr.(type) {
 	case *array.Float32:
-		keepFloats(a.Float32Values(), arr, p, sel)
+		at = func(i int) float64 { return float64(a.Value(i)) }
 	case *array.Float64:
-		keepFloats(a.Float64Values(), arr, p, sel)
-	case *array.Int8:
-		keepFloats(a.Int8Values(), arr, p, sel)
-	case *array.Int16:
-		keepFloats(a.Int16Values(), arr, p, sel)
-	case *array.Int32:
-		keepFloats(a.Int32Values(), arr, p, sel)
-	case *array.Int64:
-		keepFloats(a.Int64Values(), arr, p, sel)
+		at = a.Value
 	default:
-		return fmt.Errorf("changes(): filter: float comparison over %s", arr.DataType())
-	}
-	return nil
-}
-
-func keepFloats[T float32 | float64 | int8 | int16 | int32 | int64](vals []T, arr arrow.Array, p floatPred, sel []bool) {
-	nulls := arr.NullN() > 0
-	for i, v := range vals {
-		switch {
-		case !sel[i]:
-		case nulls && arr.IsNull(i):
-			sel[i] = false
-		default:
-			sel[i] = holds(p.op, compareFloat(float64(v), p.v))
+		ints, ok := intValues(arr)
+		if !ok {
+			return fmt.Errorf("changes(): filter: float comparison over %s", arr.DataType())
 		}
+		at = func(i int) float64 { return float64(ints(i)) }
 	}
+	keepWhere(arr, sel, func(i int) bool { return holds(p.op, compareFloat(at(i), p.v)) })
+	return nil
 }
 
 // decimalPred compares unscaled decimal values, the literal rewritten as
@@ -317,18 +311,11 @@ func (p decimalPred) keep(arr arrow.Array, sel []bool) error {
 	if !ok {
 		return fmt.Errorf("changes(): filter: decimal comparison over %s", arr.DataType())
 	}
-	nulls := arr.NullN() > 0
-	for i, v := range a.Values() {
-		switch {
-		case !sel[i]:
-		case nulls && arr.IsNull(i):
-			sel[i] = false
-		case p.konst != 0:
-			sel[i] = p.konst > 0
-		default:
-			sel[i] = holds(p.op, v.Cmp(p.v))
-		}
+	if p.konst != 0 {
+		keepWhere(arr, sel, func(int) bool { return p.konst > 0 })
+		return nil
 	}
+	keepWhere(arr, sel, func(i int) bool { return holds(p.op, a.Value(i).Cmp(p.v)) })
 	return nil
 }
 
@@ -347,12 +334,7 @@ func (p decimalDoublePred) keep(arr arrow.Array, sel []bool) error {
 		return fmt.Errorf("changes(): filter: decimal comparison over %s", arr.DataType())
 	}
 	div := math.Pow10(int(p.scale))
-	nulls := arr.NullN() > 0
-	for i, v := range a.Values() {
-		if sel[i] {
-			sel[i] = !(nulls && arr.IsNull(i)) && holds(p.op, compareFloat(decimalDouble(v)/div, p.v))
-		}
-	}
+	keepWhere(arr, sel, func(i int) bool { return holds(p.op, compareFloat(decimalDouble(a.Value(i))/div, p.v)) })
 	return nil
 }
 
@@ -374,21 +356,12 @@ type bytesPred struct {
 }
 
 func (p bytesPred) keep(arr arrow.Array, sel []bool) error {
-	nulls := arr.NullN() > 0
 	switch a := arr.(type) {
 	case *array.String:
 		v := string(p.v)
-		for i := range sel {
-			if sel[i] {
-				sel[i] = !(nulls && arr.IsNull(i)) && holds(p.op, strings.Compare(a.Value(i), v))
-			}
-		}
+		keepWhere(arr, sel, func(i int) bool { return holds(p.op, strings.Compare(a.Value(i), v)) })
 	case *array.Binary:
-		for i := range sel {
-			if sel[i] {
-				sel[i] = !(nulls && arr.IsNull(i)) && holds(p.op, bytes.Compare(a.Value(i), p.v))
-			}
-		}
+		keepWhere(arr, sel, func(i int) bool { return holds(p.op, bytes.Compare(a.Value(i), p.v)) })
 	default:
 		return fmt.Errorf("changes(): filter: string comparison over %s", arr.DataType())
 	}
@@ -412,11 +385,6 @@ func (p boolPred) keep(arr arrow.Array, sel []bool) error {
 		}
 		return 0
 	}
-	nulls := arr.NullN() > 0
-	for i := range sel {
-		if sel[i] {
-			sel[i] = !(nulls && arr.IsNull(i)) && holds(p.op, cmp.Compare(b2i(a.Value(i)), b2i(p.v)))
-		}
-	}
+	keepWhere(arr, sel, func(i int) bool { return holds(p.op, cmp.Compare(b2i(a.Value(i)), b2i(p.v))) })
 	return nil
 }
