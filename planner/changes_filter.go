@@ -79,7 +79,7 @@ var literalPrefix = map[LiteralKind]string{LitTimestamp: "TIMESTAMP ", LitTimest
 
 // whereHelp says what a filter over an unbounded stream may be.
 const whereHelp = "changes() supports WHERE conditions of the form `column op literal` joined by AND " +
-	"(op one of = <> != < <= > >=; literals: numbers, 'strings', TRUE/FALSE, TIMESTAMP/DATE/TIME '...') " +
+	"(op one of = <> != < <= > >=; literals: numbers, 'strings', TRUE/FALSE, TIMESTAMP/TIMESTAMPTZ/DATE/TIME '...') " +
 	"and `column IS [NOT] NULL`; OR, NOT, functions, arithmetic, IN, LIKE, BETWEEN and subqueries over an " +
 	"unbounded stream are not supported — query the table or \"t$changelog\" for those"
 

@@ -5,7 +5,10 @@
 //
 // It also owns the changes() filter: the parser of its WHERE
 // (changes_filter.go) and its binding to the changelog schema and
-// evaluation over the followed batches (filter.go), which flightsrv calls.
+// evaluation over the followed batches (filter.go), which flightsrv calls;
+// the SQL literal rules that filter and planner/duck's filter pushdown
+// share (literal.go); and the SQL lexer of every parser here and of
+// planner/duck's look at statement text (lexer.go).
 //
 // planner reads table data only through internal/scan; it does not import
 // columnarlog, tables or flightsrv.

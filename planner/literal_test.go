@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"errors"
 	"testing"
 	"time"
 )
@@ -70,5 +71,32 @@ func TestNumberConst(t *testing.T) {
 		if (want == 0) != (err != nil) || k.Kind != want {
 			t.Errorf("%q: %+v %v, want kind %d", text, k, err, want)
 		}
+	}
+}
+
+// TestStartMicros: a changes() start is read as compared with
+// _commit_timestamp, a TIMESTAMPTZ.
+func TestStartMicros(t *testing.T) {
+	for sql, want := range map[string]int64{
+		"SELECT * FROM changes('t', TIMESTAMP '1970-01-01 01:00:00')":        3600e6,
+		"SELECT * FROM changes('t', TIMESTAMP '1970-01-01 01:00:00+01')":     3600e6,
+		"SELECT * FROM changes('t', TIMESTAMPTZ '1970-01-01 01:00:00+01')":   0,
+		"SELECT * FROM changes('t', timestamptz '1970-01-01 00:00:00-0030')": 1800e6,
+		"SELECT * FROM changes('t', TIMESTAMP '1970-01-02')":                 86400e6,
+	} {
+		st, err := Classify(sql)
+		if err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		if got, err := st.Changes.StartMicros(); err != nil || got != want {
+			t.Errorf("%s: %d %v, want %d", sql, got, err, want)
+		}
+	}
+	st, err := Classify("SELECT * FROM changes('t', TIMESTAMP 'yesterday')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Changes.StartMicros(); !errors.Is(err, ErrInvalid) {
+		t.Errorf("TIMESTAMP 'yesterday': %v, want ErrInvalid", err)
 	}
 }
