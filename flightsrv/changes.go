@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -25,7 +24,7 @@ import (
 // splits the buckets into the asked number of endpoints, each an unbounded
 // stream.
 func (s *Server) changesInfo(ctx context.Context, c *planner.Changes, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
-	t, cols, err := s.resolveChanges(ctx, c)
+	t, cols, schema, err := s.resolveChanges(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -34,7 +33,7 @@ func (s *Server) changesInfo(ctx context.Context, c *planner.Changes, desc *flig
 		return nil, err
 	}
 	info := &flight.FlightInfo{
-		Schema:           flight.SerializeSchema(mustProject(t.ChangelogSchema(), cols), s.opts.Mem),
+		Schema:           flight.SerializeSchema(schema, s.opts.Mem),
 		FlightDescriptor: desc,
 		TotalRecords:     -1,
 		TotalBytes:       -1,
@@ -54,47 +53,30 @@ func (s *Server) changesInfo(ctx context.Context, c *planner.Changes, desc *flig
 	return info, nil
 }
 
-// resolveChanges finds the table and the selected changelog columns, and
-// checks the WHERE against them, so that a bad filter fails at planning.
-func (s *Server) resolveChanges(ctx context.Context, c *planner.Changes) (*tables.Table, []int, error) {
+// resolveChanges finds the table, the selected changelog columns and
+// their schema, and checks the WHERE against them, so that a bad filter
+// fails at planning.
+func (s *Server) resolveChanges(ctx context.Context, c *planner.Changes) (*tables.Table, []int, *arrow.Schema, error) {
 	t, err := s.store.Get(ctx, c.DB, c.Table)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	schema := t.ChangelogSchema()
-	var cols []int
-	if c.Columns == nil {
-		cols = make([]int, schema.NumFields())
-		for i := range cols {
-			cols[i] = i
-		}
-	} else {
+	cols := scan.Columns(nil, schema.NumFields())
+	if c.Columns != nil {
 		cols = make([]int, len(c.Columns))
 		for i, name := range c.Columns {
-			cols[i] = fieldIndexFold(schema, name)
+			cols[i] = planner.ColumnIndex(schema, name)
 			if cols[i] < 0 {
-				return nil, nil, fmt.Errorf("%w: column %q not found in changes of %s", errInvalid, name, t.Name())
+				return nil, nil, nil, fmt.Errorf("%w: column %q not found in changes of %s", errInvalid, name, t.Name())
 			}
 		}
 	}
-	if _, _, err := bindFilter(schema, cols, c.Where); err != nil {
-		return nil, nil, err
+	if _, _, err := planner.BindFilter(schema, cols, c.Where); err != nil {
+		return nil, nil, nil, err
 	}
-	return t, cols, nil
-}
-
-func fieldIndexFold(s *arrow.Schema, name string) int {
-	for i, f := range s.Fields() {
-		if f.Name == name {
-			return i
-		}
-	}
-	for i, f := range s.Fields() {
-		if strings.EqualFold(f.Name, name) {
-			return i
-		}
-	}
-	return -1
+	out, err := scan.ProjectSchema(schema, cols)
+	return t, cols, out, err
 }
 
 // startOffsets resolves each bucket's first offset: the start is read
@@ -103,11 +85,11 @@ func startOffsets(ctx context.Context, t *tables.Table, c *planner.Changes) ([]t
 	var start tables.Start
 	switch {
 	case c.StartTime:
-		ts, err := parseTimestamp(c.Start)
+		at, err := c.StartMicros()
 		if err != nil {
 			return nil, err
 		}
-		start = tables.Start{At: tables.StartTime, Time: ts.UnixMicro()}
+		start = tables.Start{At: tables.StartTime, Time: at}
 	case strings.EqualFold(c.Start, "earliest"):
 	case strings.EqualFold(c.Start, "latest"):
 		start.At = tables.StartLatest
@@ -134,17 +116,6 @@ func startOffsets(ctx context.Context, t *tables.Table, c *planner.Changes) ([]t
 	return out, nil
 }
 
-// parseTimestamp reads the TIMESTAMP literals users write.
-func parseTimestamp(s string) (time.Time, error) {
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999Z07:00", "2006-01-02 15:04:05.999999999Z07",
-		"2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999", "2006-01-02"} {
-		if t, err := time.Parse(layout, strings.TrimSpace(s)); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("%w: changes(): timestamp %q: want e.g. '2026-01-02 15:04:05' (UTC) or with an offset", errInvalid, s)
-}
-
 // streamChanges follows the ticket's buckets and sends their rows as they
 // commit, until the client goes away. Each bucket is read by its own
 // goroutine into a small channel; the channel and gRPC's flow control are
@@ -156,12 +127,11 @@ func (s *Server) streamChanges(ctx context.Context, tk *ticket, stream flight.Fl
 		return err
 	}
 	schema := t.ChangelogSchema()
-	for _, c := range tk.Cols {
-		if c < 0 || c >= schema.NumFields() {
-			return fmt.Errorf("%w: ticket column %d out of range", errInvalid, c)
-		}
+	sent, err := scan.ProjectSchema(schema, tk.Cols)
+	if err != nil {
+		return fmt.Errorf("%w: ticket: %v", errInvalid, err)
 	}
-	read, filter, err := bindFilter(schema, tk.Cols, tk.Where)
+	read, filter, err := planner.BindFilter(schema, tk.Cols, tk.Where)
 	if err != nil {
 		return err
 	}
@@ -178,11 +148,11 @@ func (s *Server) streamChanges(ctx context.Context, tk *ticket, stream flight.Fl
 		}()
 	}
 	defer drain(out, cancel, &followers)
-	w := flight.NewRecordWriter(stream, ipc.WithSchema(mustProject(schema, tk.Cols)), ipc.WithAllocator(s.opts.Mem))
+	w := flight.NewRecordWriter(stream, ipc.WithSchema(sent), ipc.WithAllocator(s.opts.Mem))
 	defer w.Close()
 	// An empty first message carries the schema at once, so a client's
 	// execute returns before the first row arrives.
-	empty := emptyRecord(mustProject(schema, tk.Cols), s)
+	empty := emptyRecord(sent, s)
 	err = w.Write(empty)
 	empty.Release()
 	if err != nil {
@@ -209,10 +179,10 @@ func (s *Server) streamChanges(ctx context.Context, tk *ticket, stream flight.Fl
 
 // sendChanges writes rec, which it releases, or the rows of it that meet
 // filter; a record of which no row does is not sent.
-func (s *Server) sendChanges(w *flight.Writer, rec arrow.RecordBatch, filter *changesFilter) error {
+func (s *Server) sendChanges(w *flight.Writer, rec arrow.RecordBatch, filter *planner.Filter) error {
 	if filter != nil {
 		var err error
-		if rec, err = filter.apply(rec, s.opts.Mem); err != nil || rec == nil {
+		if rec, err = filter.Apply(rec, s.opts.Mem); err != nil || rec == nil {
 			return err
 		}
 	}
@@ -233,16 +203,6 @@ func drain(out chan arrow.RecordBatch, cancel context.CancelFunc, followers *syn
 			return
 		}
 	}
-}
-
-// mustProject is scan.ProjectSchema of columns already checked against
-// schema.
-func mustProject(schema *arrow.Schema, cols []int) *arrow.Schema {
-	out, err := scan.ProjectSchema(schema, cols)
-	if err != nil {
-		panic(err)
-	}
-	return out
 }
 
 // emptyRecord is a zero-row record of schema.

@@ -119,11 +119,7 @@ func (s *Server) describe(ctx context.Context, st *planner.Statement) (*arrow.Sc
 	case planner.KindInsert:
 		return s.describeInsert(ctx, st.Insert)
 	case planner.KindChanges:
-		t, cols, err := s.resolveChanges(ctx, st.Changes)
-		if err != nil {
-			return nil, nil, err
-		}
-		schema, err := scan.ProjectSchema(t.ChangelogSchema(), cols)
+		_, _, schema, err := s.resolveChanges(ctx, st.Changes)
 		return schema, emptySchema, err
 	case planner.KindScan:
 		if s.servesPlain(ctx, st.Scan) {

@@ -16,9 +16,10 @@ type Changes struct {
 	// Columns are the selected names; nil means *.
 	Columns []string
 	// Start is 'earliest', 'latest', '<bucket>:<offset>,...' or, when
-	// StartTime is set, the text of a TIMESTAMP literal.
-	Start     string
-	StartTime bool
+	// StartTime is set, the text of a TIMESTAMP literal (a TIMESTAMPTZ
+	// one when StartTZ is set too).
+	Start              string
+	StartTime, StartTZ bool
 	// Endpoints splits the buckets into this many endpoints, each an
 	// independent stream. Default 1: clients such as ADBC read endpoints
 	// one after the other, which never ends for an unbounded stream.
@@ -47,40 +48,42 @@ func parseChanges(sql string) (*Changes, bool, error) {
 	if !mentionsChanges(sql) {
 		return nil, false, nil
 	}
-	s := &scanner{src: sql}
+	s := &cursor{src: sql}
 	if !s.keyword("select") {
 		return nil, true, errUnboundedQuery
 	}
 	c := &Changes{Endpoints: 1}
-	if !s.punct('*') {
+	if !s.punct("*") {
 		cols, ok := s.selectList()
 		if !ok {
 			return nil, true, errUnboundedQuery
 		}
 		c.Columns = cols
 	}
-	if !s.keyword("from") || !s.keyword("changes") || !s.punct('(') {
+	if !s.keyword("from") || !s.keyword("changes") || !s.punct("(") {
 		return nil, true, errUnboundedQuery
 	}
 	name, ok := s.str()
-	if !ok || !s.punct(',') {
+	if !ok || !s.punct(",") {
 		return nil, true, fmt.Errorf("changes(): the first argument is the table name as a string, e.g. changes('events', 'latest')")
 	}
 	c.DB, c.Table = splitTableName(name)
-	if s.keyword("timestamp") || s.keyword("timestamptz") {
+	if s.keyword("timestamp") {
 		c.StartTime = true
+	} else if s.keyword("timestamptz") {
+		c.StartTime, c.StartTZ = true, true
 	}
 	if c.Start, ok = s.str(); !ok {
 		return nil, true, fmt.Errorf("changes(): the start is 'earliest', 'latest', TIMESTAMP '...' or '<bucket>:<offset>,...'")
 	}
-	if s.punct(',') {
+	if s.punct(",") {
 		n, ok := s.number()
 		if !ok || n < 1 || n > 1024 {
 			return nil, true, fmt.Errorf("changes(): the third argument is the number of endpoints, 1 to 1024")
 		}
 		c.Endpoints = n
 	}
-	if !s.punct(')') {
+	if !s.punct(")") {
 		return nil, true, errUnboundedQuery
 	}
 	if s.keyword("where") {
@@ -91,12 +94,32 @@ func parseChanges(sql string) (*Changes, bool, error) {
 		c.Where = where
 		return c, true, nil
 	}
-	s.punct(';')
-	s.skipSpace()
-	if s.pos != len(s.src) {
+	s.punct(";")
+	if !s.atEnd() {
 		return nil, true, errUnboundedQuery
 	}
 	return c, true, nil
+}
+
+// StartMicros is the start of a changes('t', TIMESTAMP '...') subscription
+// in microseconds since the epoch, UTC. The literal is read as it would be
+// compared with _commit_timestamp, a TIMESTAMPTZ (literal.go): an offset
+// counts in a TIMESTAMPTZ literal and not in a TIMESTAMP one, as in
+// "t$changelog" WHERE _commit_timestamp >= TIMESTAMP '...'.
+func (c *Changes) StartMicros() (int64, error) {
+	lit := Literal{Kind: LitTimestamp, Text: c.Start}
+	if c.StartTZ {
+		lit.Kind = LitTimestampTZ
+	}
+	k, err := lit.Const()
+	if err != nil {
+		return 0, err
+	}
+	us, err := k.TimestampMicros(true)
+	if err != nil {
+		return 0, fmt.Errorf("%w: changes(): start %q: want e.g. TIMESTAMP '2026-01-02 15:04:05' (UTC), or TIMESTAMPTZ '2026-01-02 15:04:05+02:00' for an offset", ErrInvalid, c.Start)
+	}
+	return us, nil
 }
 
 // splitTableName splits "db.table"; names are folded like unquoted SQL names.
@@ -109,7 +132,7 @@ func splitTableName(name string) (db, table string) {
 }
 
 // selectList reads "a, b, c" up to FROM.
-func (s *scanner) selectList() ([]string, bool) {
+func (s *cursor) selectList() ([]string, bool) {
 	var out []string
 	for {
 		id, ok := s.ident()
@@ -117,50 +140,10 @@ func (s *scanner) selectList() ([]string, bool) {
 			return nil, false
 		}
 		out = append(out, id)
-		if !s.punct(',') {
+		if !s.punct(",") {
 			return out, true
 		}
 	}
-}
-
-// str reads a single-quoted SQL string.
-func (s *scanner) str() (string, bool) {
-	s.skipSpace()
-	return s.quoted('\'')
-}
-
-// quoted reads a string delimited by q at the scanner's position, a doubled
-// q standing for itself: SQL's 'string' and "identifier".
-func (s *scanner) quoted(q byte) (string, bool) {
-	if s.pos >= len(s.src) || s.src[s.pos] != q {
-		return "", false
-	}
-	var b strings.Builder
-	for i := s.pos + 1; i < len(s.src); i++ {
-		if s.src[i] != q {
-			b.WriteByte(s.src[i])
-			continue
-		}
-		if i+1 < len(s.src) && s.src[i+1] == q {
-			b.WriteByte(q)
-			i++
-			continue
-		}
-		s.pos = i + 1
-		return b.String(), true
-	}
-	return "", false
-}
-
-// number reads a non-negative integer.
-func (s *scanner) number() (int, bool) {
-	s.skipSpace()
-	start := s.pos
-	for s.pos < len(s.src) && s.src[s.pos] >= '0' && s.src[s.pos] <= '9' {
-		s.pos++
-	}
-	n, err := strconv.Atoi(s.src[start:s.pos])
-	return n, err == nil
 }
 
 // ParseOffsets reads '<bucket>:<offset>,...' start positions.

@@ -41,12 +41,13 @@ type LiteralKind string
 
 // The literals a changes() filter accepts.
 const (
-	LitNumber    LiteralKind = "number"    // 42, -2, 1.5, 1e3
-	LitString    LiteralKind = "string"    // 'text'
-	LitBool      LiteralKind = "bool"      // TRUE, FALSE (Text "true"/"false")
-	LitTimestamp LiteralKind = "timestamp" // TIMESTAMP '...' or TIMESTAMPTZ '...'
-	LitDate      LiteralKind = "date"      // DATE '...'
-	LitTime      LiteralKind = "time"      // TIME '...'
+	LitNumber      LiteralKind = "number"      // 42, -2, 1.5, 1e3
+	LitString      LiteralKind = "string"      // 'text'
+	LitBool        LiteralKind = "bool"        // TRUE, FALSE (Text "true"/"false")
+	LitTimestamp   LiteralKind = "timestamp"   // TIMESTAMP '...'
+	LitTimestampTZ LiteralKind = "timestamptz" // TIMESTAMPTZ '...'
+	LitDate        LiteralKind = "date"        // DATE '...'
+	LitTime        LiteralKind = "time"        // TIME '...'
 )
 
 // Literal is a constant of a changes() filter, as written.
@@ -74,18 +75,17 @@ func (c Condition) String() string {
 	return fmt.Sprintf("%s %s %s'%s'", c.Column, c.Op, literalPrefix[c.Value.Kind], strings.ReplaceAll(c.Value.Text, "'", "''"))
 }
 
-var literalPrefix = map[LiteralKind]string{LitTimestamp: "TIMESTAMP ", LitDate: "DATE ", LitTime: "TIME "}
+var literalPrefix = map[LiteralKind]string{LitTimestamp: "TIMESTAMP ", LitTimestampTZ: "TIMESTAMPTZ ", LitDate: "DATE ", LitTime: "TIME "}
 
 // whereHelp says what a filter over an unbounded stream may be.
 const whereHelp = "changes() supports WHERE conditions of the form `column op literal` joined by AND " +
-	"(op one of = <> != < <= > >=; literals: numbers, 'strings', TRUE/FALSE, TIMESTAMP/DATE/TIME '...') " +
+	"(op one of = <> != < <= > >=; literals: numbers, 'strings', TRUE/FALSE, TIMESTAMP/TIMESTAMPTZ/DATE/TIME '...') " +
 	"and `column IS [NOT] NULL`; OR, NOT, functions, arithmetic, IN, LIKE, BETWEEN and subqueries over an " +
 	"unbounded stream are not supported — query the table or \"t$changelog\" for those"
 
 // errWhere reports what the filter parser stopped at.
-func (s *scanner) errWhere(what string) error {
-	s.skipSpace()
-	near := s.src[s.pos:]
+func (s *cursor) errWhere(what string) error {
+	near := s.rest()
 	if len(near) > 20 {
 		near = near[:20] + "..."
 	}
@@ -97,7 +97,7 @@ func (s *scanner) errWhere(what string) error {
 
 // where reads cond [AND cond ...] after WHERE, up to the end of the
 // statement.
-func (s *scanner) where() ([]Condition, error) {
+func (s *cursor) where() ([]Condition, error) {
 	var out []Condition
 	for {
 		c, err := s.condition()
@@ -108,9 +108,8 @@ func (s *scanner) where() ([]Condition, error) {
 		if s.keyword("and") {
 			continue
 		}
-		s.punct(';')
-		s.skipSpace()
-		if s.pos == len(s.src) {
+		s.punct(";")
+		if s.atEnd() {
 			return out, nil
 		}
 		if s.keyword("or") {
@@ -121,11 +120,11 @@ func (s *scanner) where() ([]Condition, error) {
 }
 
 // condition reads col op literal, literal op col or col IS [NOT] NULL.
-func (s *scanner) condition() (Condition, error) {
+func (s *cursor) condition() (Condition, error) {
 	if s.keyword("not") {
 		return Condition{}, s.errWhere("NOT is not supported")
 	}
-	if s.punct('(') {
+	if s.punct("(") {
 		return Condition{}, s.errWhere("parentheses are not supported")
 	}
 	if lit, ok, err := s.literal(); err != nil {
@@ -169,58 +168,47 @@ func (s *scanner) condition() (Condition, error) {
 	return Condition{Column: col, Op: op, Value: lit}, nil
 }
 
+// reservedInWhere are the keywords refused as unquoted column names, so
+// that "WHERE NULL IS NULL" or "WHERE EXISTS (...)" get the filter message.
+var reservedInWhere = map[string]bool{"null": true, "and": true, "or": true, "not": true, "exists": true,
+	"case": true, "cast": true, "in": true, "like": true, "between": true, "is": true, "where": true}
+
 // filterColumn reads a column name that is not a function call.
-func (s *scanner) filterColumn() (string, error) {
+func (s *cursor) filterColumn() (string, error) {
 	save := s.pos
+	t := s.peek()
 	col, ok := s.ident()
-	if !ok || isReservedInWhere(col, s.src[save:s.pos]) {
+	if !ok || (t.Kind == TokIdent && reservedInWhere[col]) {
 		s.pos = save
 		return "", s.errWhere("expected a column name")
 	}
-	if s.punct('(') || s.punct('.') {
+	if s.punct("(") || s.punct(".") {
 		s.pos = save
 		return "", s.errWhere("functions and qualified names are not supported")
 	}
 	return col, nil
 }
 
-// isReservedInWhere refuses unquoted keywords as column names, so that
-// "WHERE NULL IS NULL" or "WHERE EXISTS (...)" get the filter message.
-func isReservedInWhere(col, raw string) bool {
-	if strings.HasPrefix(strings.TrimSpace(raw), `"`) {
-		return false
-	}
-	switch col {
-	case "null", "and", "or", "not", "exists", "case", "cast", "in", "like", "between", "is", "where":
-		return true
-	}
-	return false
-}
+// ops are the comparison operators, as the lexer reads them.
+var ops = map[string]Op{"=": OpEq, "<>": OpNe, "!=": OpNe, "<": OpLt, "<=": OpLe, ">": OpGt, ">=": OpGe}
 
 // op reads a comparison operator.
-func (s *scanner) op() (Op, bool) {
-	s.skipSpace()
-	for _, o := range []struct {
-		text string
-		op   Op
-	}{{"<=", OpLe}, {">=", OpGe}, {"<>", OpNe}, {"!=", OpNe}, {"<", OpLt}, {">", OpGt}, {"=", OpEq}} {
-		if strings.HasPrefix(s.src[s.pos:], o.text) {
-			s.pos += len(o.text)
-			return o.op, true
-		}
+func (s *cursor) op() (Op, bool) {
+	if t := s.peek(); t.Kind == TokOp {
+		s.take(t)
+		return ops[t.Text], true
 	}
 	return "", false
 }
 
 // literal reads a constant; ok is false, with the position unchanged, when
 // there is none here.
-func (s *scanner) literal() (Literal, bool, error) {
-	s.skipSpace()
+func (s *cursor) literal() (Literal, bool, error) {
 	save := s.pos
 	for _, typed := range []struct {
 		kw   string
 		kind LiteralKind
-	}{{"timestamptz", LitTimestamp}, {"timestamp", LitTimestamp}, {"date", LitDate}, {"time", LitTime}} {
+	}{{"timestamptz", LitTimestampTZ}, {"timestamp", LitTimestamp}, {"date", LitDate}, {"time", LitTime}} {
 		if s.keyword(typed.kw) {
 			if text, ok := s.str(); ok {
 				return Literal{Kind: typed.kind, Text: text}, true, nil
@@ -228,21 +216,18 @@ func (s *scanner) literal() (Literal, bool, error) {
 			s.pos = save // a column named date, say
 		}
 	}
-	switch {
+	switch t := s.peek(); {
 	case s.keyword("true"):
 		return Literal{Kind: LitBool, Text: "true"}, true, nil
 	case s.keyword("false"):
 		return Literal{Kind: LitBool, Text: "false"}, true, nil
-	case s.keyword("null"):
-		s.pos = save
+	case t.Is("null"):
 		return Literal{}, false, s.errWhere("comparing with NULL is never true: use IS NULL or IS NOT NULL")
-	}
-	if s.pos < len(s.src) && s.src[s.pos] == '\'' {
-		text, ok := s.str()
-		if !ok {
-			return Literal{}, false, s.errWhere("unterminated string")
-		}
-		return Literal{Kind: LitString, Text: text}, true, nil
+	case t.Kind == TokString:
+		s.take(t)
+		return Literal{Kind: LitString, Text: t.Text}, true, nil
+	case t.Kind == TokInvalid && t.Text[0] == '\'':
+		return Literal{}, false, s.errWhere("unterminated string")
 	}
 	if n, ok := s.numberLiteral(); ok {
 		return Literal{Kind: LitNumber, Text: n}, true, nil
@@ -251,41 +236,24 @@ func (s *scanner) literal() (Literal, bool, error) {
 	return Literal{}, false, nil
 }
 
-// numberLiteral reads [+-]digits[.digits][e[+-]digits].
-func (s *scanner) numberLiteral() (string, bool) {
-	start, i := s.pos, s.pos
-	digits := func() int {
-		n := 0
-		for i < len(s.src) && s.src[i] >= '0' && s.src[i] <= '9' {
-			i++
-			n++
-		}
-		return n
+// numberLiteral reads a number with an optional sign written against it:
+// -2, +3, 1.5e3; not one that a name follows without a space (12abc).
+func (s *cursor) numberLiteral() (string, bool) {
+	save := s.pos
+	sign := ""
+	if t := s.peek(); t.Kind == TokPunct && (t.Text == "-" || t.Text == "+") {
+		s.take(t)
+		sign = t.Text
 	}
-	if i < len(s.src) && (s.src[i] == '-' || s.src[i] == '+') {
-		i++
-	}
-	n := digits()
-	if i < len(s.src) && s.src[i] == '.' {
-		i++
-		n += digits()
-	}
-	if n == 0 {
+	n := s.peek()
+	if n.Kind != TokNumber || (sign != "" && n.Pos != s.pos) {
+		s.pos = save
 		return "", false
 	}
-	if i < len(s.src) && (s.src[i] == 'e' || s.src[i] == 'E') {
-		j := i
-		i++
-		if i < len(s.src) && (s.src[i] == '-' || s.src[i] == '+') {
-			i++
-		}
-		if digits() == 0 {
-			i = j
-		}
-	}
-	if i < len(s.src) && isIdentRune(rune(s.src[i])) {
+	s.take(n)
+	if next := s.peek(); next.Pos == n.End && (next.Kind == TokIdent || next.Kind == TokNumber) {
+		s.pos = save
 		return "", false
 	}
-	s.pos = i
-	return s.src[start:i], true
+	return sign + n.Text, true
 }

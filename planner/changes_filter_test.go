@@ -32,7 +32,9 @@ func TestParseChangesWhere(t *testing.T) {
 		{"SELECT * FROM changes('t', 'latest') WHERE ts >= TIMESTAMP '2026-01-01 10:00:00' AND d < DATE '2026-01-02' " +
 			"AND tm > TIME '10:00' AND TIMESTAMPTZ '2026-01-01' < ts", nil,
 			[]Condition{{"ts", OpGe, Literal{LitTimestamp, "2026-01-01 10:00:00"}}, {"d", OpLt, Literal{LitDate, "2026-01-02"}},
-				{"tm", OpGt, Literal{LitTime, "10:00"}}, {"ts", OpGt, Literal{LitTimestamp, "2026-01-01"}}}},
+				{"tm", OpGt, Literal{LitTime, "10:00"}}, {"ts", OpGt, Literal{LitTimestampTZ, "2026-01-01"}}}},
+		{"SELECT * FROM changes('t', 'latest') /* a /* b */ */ WHERE a>-1 AND b<-.5e1 -- end", nil,
+			[]Condition{{"a", OpGt, num("-1")}, {"b", OpLt, num("-.5e1")}}},
 		{`SELECT * FROM changes('t', 'latest') WHERE "My Col" = 'it''s' AND date = '2026-01-01'`, nil,
 			[]Condition{{"My Col", OpEq, strl("it's")}, {"date", OpEq, strl("2026-01-01")}}},
 	} {
@@ -68,6 +70,9 @@ func TestParseChangesWhereRefused(t *testing.T) {
 		"WHERE EXISTS (SELECT 1)":        "expected a column name",
 		"WHERE a = 'open":                "unterminated",
 		"WHERE a = 12abc":                "expected a literal",
+		"WHERE a = - 1":                  "expected a literal",
+		"WHERE a = 1e":                   "expected a literal",
+		`WHERE "" = 1`:                   "expected a column name",
 		"WHERE":                          "expected a column name",
 		"WHERE a = 1 AND":                "expected a column name",
 		"WHERE t.a = 1":                  "qualified",
@@ -96,12 +101,13 @@ func TestParseChangesWhereRefused(t *testing.T) {
 
 func TestConditionString(t *testing.T) {
 	for c, want := range map[Condition]string{
-		{"a", OpGe, Literal{LitNumber, "1.5"}}:           "a >= 1.5",
-		{"a", OpEq, Literal{LitString, "it's"}}:          "a = 'it''s'",
-		{"a", OpLt, Literal{LitDate, "2026-01-01"}}:      "a < DATE '2026-01-01'",
-		{"a", OpIsNotNull, Literal{}}:                    "a IS NOT NULL",
-		{"a", OpNe, Literal{LitBool, "true"}}:            "a <> true",
-		{"a", OpGt, Literal{LitTimestamp, "2026-01-01"}}: "a > TIMESTAMP '2026-01-01'",
+		{"a", OpGe, Literal{LitNumber, "1.5"}}:             "a >= 1.5",
+		{"a", OpEq, Literal{LitString, "it's"}}:            "a = 'it''s'",
+		{"a", OpLt, Literal{LitDate, "2026-01-01"}}:        "a < DATE '2026-01-01'",
+		{"a", OpIsNotNull, Literal{}}:                      "a IS NOT NULL",
+		{"a", OpNe, Literal{LitBool, "true"}}:              "a <> true",
+		{"a", OpGt, Literal{LitTimestamp, "2026-01-01"}}:   "a > TIMESTAMP '2026-01-01'",
+		{"a", OpGt, Literal{LitTimestampTZ, "2026-01-01"}}: "a > TIMESTAMPTZ '2026-01-01'",
 	} {
 		if got := c.String(); got != want {
 			t.Errorf("%+v: %q, want %q", c, got, want)

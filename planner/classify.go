@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode"
 
 	"github.com/lakestream/lakestream/catalog"
 )
@@ -79,116 +78,77 @@ func Classify(sql string) (*Statement, error) {
 }
 
 // parsePlainScan recognises SELECT * | cols FROM name [;] and nothing more:
-// anything else, even a harmless extra, goes to DuckDB.
+// anything else, even a harmless extra or a comment, goes to DuckDB.
 func parsePlainScan(sql string) (*PlainScan, bool) {
-	toks, ok := tokenize(sql)
-	if !ok || len(toks) < 4 || !toks[0].is("select") {
+	toks, ok := scanTokens(sql)
+	if !ok || len(toks) < 4 || !toks[0].Is("select") {
 		return nil, false
 	}
-	if toks[len(toks)-1].text == ";" {
+	if isPunct(toks[len(toks)-1], ";") {
 		toks = toks[:len(toks)-1]
 	}
 	s := &PlainScan{}
 	i := 1
-	if toks[i].text == "*" {
+	if isPunct(toks[i], "*") {
 		i++
 	} else {
 		for {
-			if i >= len(toks) || !toks[i].ident {
+			if i >= len(toks) || !isScanName(toks[i]) {
 				return nil, false
 			}
-			s.Columns = append(s.Columns, toks[i].name())
+			s.Columns = append(s.Columns, toks[i].Name())
 			i++
-			if i < len(toks) && toks[i].text == "," {
+			if i < len(toks) && isPunct(toks[i], ",") {
 				i++
 				continue
 			}
 			break
 		}
 	}
-	if i >= len(toks) || !toks[i].is("from") {
+	if i >= len(toks) || !toks[i].Is("from") {
 		return nil, false
 	}
 	rest := toks[i+1:]
 	switch {
-	case len(rest) == 1 && rest[0].ident:
-		s.Table = rest[0].name()
-	case len(rest) == 3 && rest[0].ident && rest[1].text == "." && rest[2].ident:
-		s.DB, s.Table = rest[0].name(), rest[2].name()
+	case len(rest) == 1 && isScanName(rest[0]):
+		s.Table = rest[0].Name()
+	case len(rest) == 3 && isScanName(rest[0]) && isPunct(rest[1], ".") && isScanName(rest[2]):
+		s.DB, s.Table = rest[0].Name(), rest[2].Name()
 	default:
 		return nil, false
 	}
-	if i := strings.Index(s.Table, "$"); i >= 0 && !strings.EqualFold(s.Table[i:], "$lake") {
+	if _, lake := catalog.CutSuffixFold(s.Table, catalog.LakeSuffix); strings.Contains(s.Table, "$") && !lake {
 		return nil, false // other virtual tables ("t$changelog") are DuckDB's
 	}
 	return s, true
 }
 
-type token struct {
-	text   string
-	ident  bool
-	quoted bool
-}
-
-var keywords = map[string]bool{"select": true, "from": true, "where": true, "distinct": true, "as": true,
-	"limit": true, "order": true, "group": true, "union": true, "join": true, "all": true}
-
-func (t token) is(kw string) bool { return !t.quoted && strings.EqualFold(t.text, kw) }
-
-// name is the identifier as the catalog stores it: unquoted names fold to
-// lower case.
-func (t token) name() string {
-	if t.quoted {
-		return t.text
-	}
-	return strings.ToLower(t.text)
-}
-
-// tokenize splits sql into identifiers, quoted identifiers and single
-// punctuation; ok is false on anything else (strings, numbers, comments).
-func tokenize(sql string) ([]token, bool) {
-	var out []token
-	r := []rune(sql)
-	for i := 0; i < len(r); {
-		c := r[i]
+// scanTokens are the tokens of sql if a plain scan could be made of them:
+// names and the punctuation * , . ; and no comment.
+func scanTokens(sql string) ([]Token, bool) {
+	lx := NewLexer(sql, 0)
+	var out []Token
+	for t := lx.Next(); t.Kind != TokEOF; t = lx.Next() {
 		switch {
-		case unicode.IsSpace(c):
-			i++
-		case c == '"':
-			var b strings.Builder
-			j := i + 1
-			for ; j < len(r); j++ {
-				if r[j] == '"' {
-					if j+1 < len(r) && r[j+1] == '"' {
-						b.WriteRune('"')
-						j++
-						continue
-					}
-					break
-				}
-				b.WriteRune(r[j])
-			}
-			if j >= len(r) || b.Len() == 0 {
-				return nil, false
-			}
-			out = append(out, token{text: b.String(), ident: true, quoted: true})
-			i = j + 1
-		case c == '_' || unicode.IsLetter(c):
-			j := i
-			for j < len(r) && (r[j] == '_' || r[j] == '$' || unicode.IsLetter(r[j]) || unicode.IsDigit(r[j])) {
-				j++
-			}
-			w := string(r[i:j])
-			out = append(out, token{text: w, ident: !keywords[strings.ToLower(w)]})
-			i = j
-		case c == '*' || c == ',' || c == '.' || c == ';':
-			out = append(out, token{text: string(c)})
-			i++
+		case t.Kind == TokIdent, t.Kind == TokQuoted:
+		case t.Kind == TokPunct && strings.Contains("*,.;", t.Text):
 		default:
 			return nil, false
 		}
+		out = append(out, t)
 	}
-	return out, true
+	return out, !lx.Comments
+}
+
+// scanKeywords are not names in a plain scan: with them the statement is
+// more than a scan.
+var scanKeywords = map[string]bool{"select": true, "from": true, "where": true, "distinct": true, "as": true,
+	"limit": true, "order": true, "group": true, "union": true, "join": true, "all": true}
+
+func isPunct(t Token, p string) bool { return t.Kind == TokPunct && t.Text == p }
+
+func isScanName(t Token) bool {
+	return t.Kind == TokQuoted || (t.Kind == TokIdent && !scanKeywords[strings.ToLower(t.Text)])
 }
 
 // Describe is for error messages.

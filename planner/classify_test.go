@@ -25,6 +25,19 @@ func TestClassify(t *testing.T) {
 		{`SELECT * FROM "t$changelog"`, KindQuery, nil},
 		{`SELECT * FROM "t$lake"`, KindScan, &PlainScan{Table: "t$lake"}},
 		{"SELECT * FROM t -- comment", KindQuery, nil},
+		{"SELECT /* c */ * FROM t", KindQuery, nil},
+		{"SELECT\u00a0*\u3000FROM t", KindScan, &PlainScan{Table: "t"}},
+		// Quoted names that look like punctuation are names (a quoted "*"
+		// was read as SELECT *), and a name may hold any character beyond
+		// ASCII, as in DuckDB.
+		{`SELECT "*" FROM t`, KindScan, &PlainScan{Table: "t", Columns: []string{"*"}}},
+		{`SELECT * FROM ";"`, KindScan, &PlainScan{Table: ";"}},
+		{`SELECT a, "," FROM "."."."`, KindScan, &PlainScan{DB: ".", Table: ".", Columns: []string{"a", ","}}},
+		{"SELECT prix€ FROM t€", KindScan, &PlainScan{Table: "t€", Columns: []string{"prix€"}}},
+		{"SELECT * FROM t, u;", KindQuery, nil},
+		{"SELECT * FROM 't'", KindQuery, nil},
+		{"SELECT 1.5 FROM t", KindQuery, nil},
+		{`SELECT "" FROM t`, KindQuery, nil},
 		{"SELECT 1", KindQuery, nil},
 		{"WITH x AS (SELECT 1) SELECT * FROM x", KindQuery, nil},
 		{"CREATE TABLE t (a INT)", KindDDL, nil},
@@ -61,6 +74,10 @@ func TestParseInsert(t *testing.T) {
 		{"INSERT INTO t (SELECT * FROM u)", &Insert{Table: "t", Source: "(SELECT * FROM u)"}},
 		{"INSERT INTO t SELECT id FROM u WHERE id > ?", &Insert{Table: "t", Source: "SELECT id FROM u WHERE id > ?"}},
 		{"INSERT /* c */ INTO t -- x\n WITH x AS (SELECT 1) SELECT * FROM x", &Insert{Table: "t", Source: "WITH x AS (SELECT 1) SELECT * FROM x"}},
+		// Block comments nest, as in DuckDB (the end of the inner one
+		// used to end the comment).
+		{"INSERT /* a /* b */ c */ INTO t VALUES (1)", &Insert{Table: "t", Source: "VALUES (1)"}},
+		{"INSERT INTO t€ (é) VALUES (1)", &Insert{Table: "t€", Columns: []string{"é"}, Source: "VALUES (1)"}},
 	} {
 		st, err := Classify(tc.sql)
 		if err != nil || st.Kind != KindInsert || !reflect.DeepEqual(st.Insert, tc.want) {

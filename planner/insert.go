@@ -3,7 +3,6 @@ package planner
 import (
 	"fmt"
 	"strings"
-	"unicode"
 
 	"github.com/lakestream/lakestream/catalog"
 )
@@ -21,27 +20,27 @@ type Insert struct {
 // parseInsert recognises the INSERT INTO prefix; ok is false when sql is not
 // an INSERT at all. A malformed prefix is an error.
 func parseInsert(sql string) (*Insert, bool, error) {
-	s := &scanner{src: sql}
+	s := &cursor{src: sql}
 	if !s.keyword("insert") {
 		return nil, false, nil
 	}
 	if !s.keyword("into") {
-		return nil, true, fmt.Errorf("syntax error at position %d: expected INTO after INSERT", s.pos)
+		return nil, true, fmt.Errorf("syntax error at position %d: expected INTO after INSERT", s.at())
 	}
 	ins := &Insert{}
 	name, ok := s.ident()
 	if !ok {
-		return nil, true, fmt.Errorf("syntax error at position %d: expected a table name", s.pos)
+		return nil, true, fmt.Errorf("syntax error at position %d: expected a table name", s.at())
 	}
 	ins.Table = name
-	if s.punct('.') {
+	if s.punct(".") {
 		if ins.Table, ok = s.ident(); !ok {
-			return nil, true, fmt.Errorf("syntax error at position %d: expected a table name after %q.", s.pos, name)
+			return nil, true, fmt.Errorf("syntax error at position %d: expected a table name after %q.", s.at(), name)
 		}
 		ins.DB = name
 	}
 	save := s.pos
-	if s.punct('(') {
+	if s.punct("(") {
 		// A parenthesis here opens either the column list or a source
 		// such as (SELECT ...): a column list is identifiers and commas.
 		cols, ok := s.identList()
@@ -51,9 +50,9 @@ func parseInsert(sql string) (*Insert, bool, error) {
 			s.pos = save
 		}
 	}
-	ins.Source = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(sql[s.pos:]), ";"))
+	ins.Source = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s.rest()), ";"))
 	if ins.Source == "" {
-		return nil, true, fmt.Errorf("syntax error at position %d: INSERT needs VALUES or a query", s.pos)
+		return nil, true, fmt.Errorf("syntax error at position %d: INSERT needs VALUES or a query", s.at())
 	}
 	return ins, true, nil
 }
@@ -83,82 +82,8 @@ func (ins *Insert) SourceQuery(target []catalog.Column) (string, error) {
 	return b.String(), nil
 }
 
-// scanner reads the few tokens of an INSERT prefix.
-type scanner struct {
-	src string
-	pos int
-}
-
-func (s *scanner) skipSpace() {
-	for s.pos < len(s.src) {
-		switch {
-		case unicode.IsSpace(rune(s.src[s.pos])):
-			s.pos++
-		case strings.HasPrefix(s.src[s.pos:], "--"):
-			for s.pos < len(s.src) && s.src[s.pos] != '\n' {
-				s.pos++
-			}
-		case strings.HasPrefix(s.src[s.pos:], "/*"):
-			end := strings.Index(s.src[s.pos+2:], "*/")
-			if end < 0 {
-				s.pos = len(s.src)
-				return
-			}
-			s.pos += end + 4
-		default:
-			return
-		}
-	}
-}
-
-func (s *scanner) keyword(kw string) bool {
-	s.skipSpace()
-	end := s.pos + len(kw)
-	if end > len(s.src) || !strings.EqualFold(s.src[s.pos:end], kw) {
-		return false
-	}
-	if end < len(s.src) && isIdentRune(rune(s.src[end])) {
-		return false
-	}
-	s.pos = end
-	return true
-}
-
-func (s *scanner) punct(c byte) bool {
-	s.skipSpace()
-	if s.pos < len(s.src) && s.src[s.pos] == c {
-		s.pos++
-		return true
-	}
-	return false
-}
-
-// ident reads an identifier, folding unquoted ones to lower case.
-func (s *scanner) ident() (string, bool) {
-	s.skipSpace()
-	if s.pos < len(s.src) && s.src[s.pos] == '"' {
-		id, ok := s.quoted('"')
-		return id, ok && id != ""
-	}
-	start := s.pos
-	for s.pos < len(s.src) && isIdentRune(rune(s.src[s.pos])) {
-		s.pos++
-	}
-	if start == s.pos || unicode.IsDigit(rune(s.src[start])) {
-		s.pos = start
-		return "", false
-	}
-	w := s.src[start:s.pos]
-	switch strings.ToLower(w) {
-	case "select", "values", "with", "from", "table":
-		s.pos = start
-		return "", false
-	}
-	return strings.ToLower(w), true
-}
-
 // identList reads "a, b, c)" after an opening parenthesis.
-func (s *scanner) identList() ([]string, bool) {
+func (s *cursor) identList() ([]string, bool) {
 	var out []string
 	for {
 		id, ok := s.ident()
@@ -166,15 +91,11 @@ func (s *scanner) identList() ([]string, bool) {
 			return nil, false
 		}
 		out = append(out, id)
-		if s.punct(')') {
+		if s.punct(")") {
 			return out, true
 		}
-		if !s.punct(',') {
+		if !s.punct(",") {
 			return nil, false
 		}
 	}
-}
-
-func isIdentRune(r rune) bool {
-	return r == '_' || r == '$' || unicode.IsLetter(r) || unicode.IsDigit(r) || r >= 0x80
 }

@@ -4,40 +4,21 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
+
+	"github.com/lakestream/lakestream/planner"
 )
 
 // Constants of DuckDB's parse tree (json_serialize_sql), as filter pushdown
 // reads them: VALUE_CONSTANT nodes, and casts of them that are typed
-// literals. filtervalues.go converts them to the values of a column.
-
-// constKind is what a constant of the parse tree is.
-type constKind uint8
-
-const (
-	constNone   constKind = iota
-	constNumber           // exact: num / 10^scale; integers and DECIMAL literals
-	constFloat            // a DOUBLE
-	constString           // a string, cast by DuckDB to as (or to the column's type)
-	constBool
-)
-
-type constant struct {
-	kind  constKind
-	num   *big.Int
-	scale int32
-	f     float64
-	s     string
-	// as is the type a string is cast to: "" for a bare literal, which
-	// DuckDB casts to the column's type.
-	as string
-	b  bool
-}
+// literals. They become planner.Const, which planner's literal rules
+// (planner/literal.go) convert to the values of a column.
 
 // stringCasts are the casts of a string constant that are typed literals
-// (DATE '2025-01-01' is CAST('2025-01-01' AS DATE) in the tree).
-var stringCasts = map[string]bool{
-	"VARCHAR": true, "BLOB": true, "BOOLEAN": true, "DATE": true, "TIME": true,
-	"TIMESTAMP": true, "TIMESTAMP WITH TIME ZONE": true,
+// (DATE '2025-01-01' is CAST('2025-01-01' AS DATE) in the tree), by
+// DuckDB's type id; BOOLEAN is read at once.
+var stringCasts = map[string]planner.StringType{
+	"VARCHAR": planner.AsVarchar, "BLOB": planner.AsBlob, "DATE": planner.AsDate, "TIME": planner.AsTime,
+	"TIMESTAMP": planner.AsTimestamp, "TIMESTAMP WITH TIME ZONE": planner.AsTimestampTZ,
 }
 
 // intCasts bound the integers CAST(n AS type) keeps unchanged.
@@ -45,82 +26,75 @@ var intCasts = map[string]int{"TINYINT": 8, "SMALLINT": 16, "INTEGER": 32, "BIGI
 
 // parseConstant reads a VALUE_CONSTANT, or a cast of one that is a typed
 // literal.
-func parseConstant(e any) (constant, bool) {
+func parseConstant(e any) (planner.Const, bool) {
 	m, ok := e.(map[string]any)
 	if !ok {
-		return constant{}, false
+		return planner.Const{}, false
 	}
 	switch m["type"] {
 	case "VALUE_CONSTANT":
 		return parseValue(m["value"])
 	case "OPERATOR_CAST":
 		if try, _ := m["try_cast"].(bool); try {
-			return constant{}, false
+			return planner.Const{}, false
 		}
 		ct, _ := m["cast_type"].(map[string]any)
 		if ct["type_info"] != nil {
-			return constant{}, false
+			return planner.Const{}, false
 		}
 		id, _ := ct["id"].(string)
 		child, ok := parseConstantValue(m["child"])
 		if !ok {
-			return constant{}, false
+			return planner.Const{}, false
 		}
 		return castConstant(child, id)
 	}
-	return constant{}, false
+	return planner.Const{}, false
 }
 
 // parseConstantValue is parseConstant of a VALUE_CONSTANT only: casts of
 // casts are not literals.
-func parseConstantValue(e any) (constant, bool) {
+func parseConstantValue(e any) (planner.Const, bool) {
 	m, ok := e.(map[string]any)
 	if !ok || m["type"] != "VALUE_CONSTANT" {
-		return constant{}, false
+		return planner.Const{}, false
 	}
 	return parseValue(m["value"])
 }
 
-func castConstant(c constant, id string) (constant, bool) {
+func castConstant(c planner.Const, id string) (planner.Const, bool) {
 	switch {
-	case c.kind == constString && c.as == "" && stringCasts[id]:
-		if id == "BOOLEAN" {
-			switch c.s {
-			case "t", "true":
-				return constant{kind: constBool, b: true}, true
-			case "f", "false":
-				return constant{kind: constBool}, true
-			}
-			return constant{}, false
-		}
-		c.as = id
+	case c.Kind == planner.ConstString && c.As == planner.AsColumn && id == "BOOLEAN":
+		b, ok := planner.ParseBool(c.Str)
+		return planner.Const{Kind: planner.ConstBool, Bool: b}, ok
+	case c.Kind == planner.ConstString && c.As == planner.AsColumn && stringCasts[id] != "":
+		c.As = stringCasts[id]
 		return c, true
-	case c.kind == constNumber && intCasts[id] > 0:
+	case c.Kind == planner.ConstExact && intCasts[id] > 0:
 		// DuckDB rounds a decimal cast to an integer: only whole numbers
 		// are kept as they are.
-		n, ok := exactInt(c)
-		if !ok || n.BitLen() >= intCasts[id] {
-			return constant{}, false
+		if !c.Exact.IsInt() || c.Exact.Num().BitLen() >= intCasts[id] {
+			return planner.Const{}, false
 		}
-		return constant{kind: constNumber, num: n}, true
-	case c.kind == constNumber && id == "DOUBLE":
-		f, _ := ratOf(c).Float64()
-		return constant{kind: constFloat, f: f}, true
-	case c.kind == constFloat && id == "DOUBLE":
+		return c, true
+	case c.Kind == planner.ConstExact && id == "DOUBLE":
+		f, _ := c.Exact.Float64()
+		return planner.Const{Kind: planner.ConstDouble, Double: f}, true
+	case c.Kind == planner.ConstDouble && id == "DOUBLE":
 		return c, true
 	}
-	return constant{}, false
+	return planner.Const{}, false
 }
 
 // parseValue reads a serialised DuckDB Value: {"type": {"id": ...},
 // "is_null": ..., "value": ...}.
-func parseValue(v any) (constant, bool) {
+func parseValue(v any) (planner.Const, bool) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		return constant{}, false
+		return planner.Const{}, false
 	}
 	if isNull, _ := m["is_null"].(bool); isNull {
-		return constant{}, false
+		return planner.Const{}, false
 	}
 	t, _ := m["type"].(map[string]any)
 	id, _ := t["id"].(string)
@@ -128,30 +102,42 @@ func parseValue(v any) (constant, bool) {
 	case "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT",
 		"HUGEINT", "UHUGEINT":
 		n, ok := parseInteger(m["value"], id == "UHUGEINT")
-		return constant{kind: constNumber, num: n}, ok
+		return exact(n, 0), ok
 	case "DECIMAL":
 		info, _ := t["type_info"].(map[string]any)
 		scale, err := jsonInt(info["scale"])
 		if err != nil || scale < 0 || scale > 38 {
-			return constant{}, false
+			return planner.Const{}, false
 		}
 		n, ok := parseInteger(m["value"], false)
-		return constant{kind: constNumber, num: n, scale: int32(scale)}, ok
+		return exact(n, int32(scale)), ok
 	case "DOUBLE":
 		num, ok := m["value"].(json.Number)
 		if !ok {
-			return constant{}, false
+			return planner.Const{}, false
 		}
 		f, err := num.Float64()
-		return constant{kind: constFloat, f: f}, err == nil
+		return planner.Const{Kind: planner.ConstDouble, Double: f}, err == nil
 	case "VARCHAR":
 		s, ok := m["value"].(string)
-		return constant{kind: constString, s: s}, ok
+		return planner.Const{Kind: planner.ConstString, Str: s}, ok
 	case "BOOLEAN":
 		b, ok := m["value"].(bool)
-		return constant{kind: constBool, b: b}, ok
+		return planner.Const{Kind: planner.ConstBool, Bool: b}, ok
 	}
-	return constant{}, false
+	return planner.Const{}, false
+}
+
+// exact is the constant n / 10^scale; nil n is no constant.
+func exact(n *big.Int, scale int32) planner.Const {
+	if n == nil {
+		return planner.Const{}
+	}
+	r := new(big.Rat).SetInt(n)
+	if scale > 0 {
+		r.Quo(r, new(big.Rat).SetInt(planner.Pow10(scale)))
+	}
+	return planner.Const{Kind: planner.ConstExact, Exact: r}
 }
 
 // parseInteger reads an integer value: a JSON number, or a 128-bit

@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/lakestream/lakestream/internal/scan"
+	"github.com/lakestream/lakestream/planner"
 )
 
 // Filter pushdown: simple conjuncts of a statement's WHERE clauses, taken
@@ -56,9 +57,9 @@ type refFilters struct {
 
 // cond is one conjunct: column op value.
 type cond struct {
-	column []string // the COLUMN_REF's names, qualifiers first
-	op     string   // as in scan.Filter
-	val    constant // unset for IS [NOT] NULL
+	column []string      // the COLUMN_REF's names, qualifiers first
+	op     string        // as in scan.Filter
+	val    planner.Const // unset for IS [NOT] NULL
 }
 
 // harmlessTableFunctions cannot bind a table by name.

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 
 	"github.com/lakestream/lakestream/internal/scan"
+	"github.com/lakestream/lakestream/planner"
 )
 
 // scanFilters runs sql and returns, per table, the filters of each scan it
@@ -148,7 +149,7 @@ func TestFilterExtraction(t *testing.T) {
 			map[string][]string{"ty": {"i32 >= int32(1000) AND i8 <= int8(2) AND u16 = uint16(1000)"}}},
 		{"SELECT * FROM ty WHERE i8 = 2.5 AND i8 < 1000 AND u16 > -1", map[string][]string{"ty": {""}}},
 		{"SELECT * FROM ty WHERE dec > 1.005 AND dec <= 7 AND dec = -9.63",
-			map[string][]string{"ty": {"dec <= 7.00 AND dec = -9.63 AND dec >= 1.01"}}},
+			map[string][]string{"ty": {"dec <= 7.00 AND dec = -9.63 AND dec > 1.00"}}},
 		{"SELECT * FROM ty WHERE f32 > 0.1",
 			map[string][]string{"ty": {"f32 >= float32(0.09999999)"}}},
 		{"SELECT * FROM ty WHERE d > DATE '2025-01-10' AND d <= '2025-1-20' AND d < TIMESTAMP '2025-01-15 00:00:01'",
@@ -159,9 +160,9 @@ func TestFilterExtraction(t *testing.T) {
 		{"SELECT * FROM ty WHERE tsn > TIMESTAMP '1969-12-31 23:59:59' AND tsn < '1970-01-01 00:00:10'",
 			map[string][]string{"ty": {"tsn <= 1970-01-01T00:00:09.999999999 AND tsn >= 1969-12-31T23:59:59.000000001"}}},
 		{"SELECT * FROM ty WHERE tsm > TIMESTAMP '2025-03-02 00:00:00.0005' AND tsm <= '2025-03-03 01:00:00+01:00'",
-			map[string][]string{"ty": {"tsm <= 2025-03-03T00:00:00 AND tsm >= 2025-03-02T00:00:00.001"}}},
+			map[string][]string{"ty": {"tsm <= 2025-03-03T00:00:00 AND tsm > 2025-03-02T00:00:00"}}},
 		{"SELECT * FROM ty WHERE b = true AND bl = 'k05' AND bl < '\\xFF' AND s >= 'x' AND s LIKE 's%'",
-			map[string][]string{"ty": {`b = bool(true) AND bl = x"k05" AND s >= "x"`}}},
+			map[string][]string{"ty": {`b = bool(true) AND bl < x"\xff" AND bl = x"k05" AND s >= "x"`}}},
 	} {
 		got := map[string][]string{}
 		if tc.want != nil {
@@ -334,29 +335,33 @@ var pushdownCorpus = []string{
 
 // The conversion of constants to filter values, on its own.
 func TestFiltersFor(t *testing.T) {
-	num := func(v int64, scale int32) constant {
-		return constant{kind: constNumber, num: bigInt(v), scale: scale}
+	num := func(v int64, scale int32) planner.Const { return exact(bigInt(v), scale) }
+	str := func(s, as string) planner.Const {
+		return planner.Const{Kind: planner.ConstString, Str: s, As: stringCasts[as]}
 	}
-	str := func(s, as string) constant { return constant{kind: constString, s: s, as: as} }
-	flt := func(f float64) constant { return constant{kind: constFloat, f: f} }
+	flt := func(f float64) planner.Const { return planner.Const{Kind: planner.ConstDouble, Double: f} }
 	tsUS := &arrow.TimestampType{Unit: arrow.Microsecond}
 	tsS := &arrow.TimestampType{Unit: arrow.Second, TimeZone: "UTC"}
 	for _, tc := range []struct {
 		typ  arrow.DataType
 		op   string
-		c    constant
+		c    planner.Const
 		want string
 	}{
 		{arrow.PrimitiveTypes.Int64, "<", num(25, 1), "<= int64(2)"},
 		{arrow.PrimitiveTypes.Int64, "<", num(-25, 1), "<= int64(-3)"},
-		{arrow.PrimitiveTypes.Int64, ">", num(-25, 1), ">= int64(-2)"},
+		{arrow.PrimitiveTypes.Int64, ">", num(-25, 1), "> int64(-3)"},
 		{arrow.PrimitiveTypes.Int64, ">=", num(20, 1), ">= int64(2)"},
 		{arrow.PrimitiveTypes.Int64, "=", num(25, 1), ""},
 		{arrow.PrimitiveTypes.Int8, "<", num(1000, 0), ""},
 		{arrow.PrimitiveTypes.Uint8, ">", num(-1, 0), ""},
 		{arrow.PrimitiveTypes.Int64, "=", flt(1e15), "= int64(1000000000000000)"},
 		{arrow.PrimitiveTypes.Int64, "=", flt(1e16), ""},
-		{arrow.PrimitiveTypes.Int64, "=", str("5", ""), ""},
+		{arrow.PrimitiveTypes.Int64, "=", str(" 5 ", ""), "= int64(5)"},
+		{arrow.PrimitiveTypes.Int8, "=", str("1000", ""), ""},
+		{arrow.PrimitiveTypes.Int64, "=", str("1.5", ""), ""},
+		{arrow.PrimitiveTypes.Int64, "=", str("5", "VARCHAR"), ""},
+		{arrow.PrimitiveTypes.Int64, "<", flt(2.5), "<= int64(2)"},
 		{arrow.PrimitiveTypes.Float64, "=", num(1, 1), ">= float64(0.09999999999999998) AND <= float64(0.10000000000000003)"},
 		{arrow.PrimitiveTypes.Float64, "<", flt(math.Inf(1)), ""},
 		{arrow.PrimitiveTypes.Float32, "<", num(1, 1), "<= float32(0.10000002)"},
@@ -365,25 +370,30 @@ func TestFiltersFor(t *testing.T) {
 		{dec10_2, "=", flt(1.5), ""},
 		{arrow.BinaryTypes.String, "=", str("a", ""), `= "a"`},
 		{arrow.BinaryTypes.String, "=", str("2025-01-01", "DATE"), ""},
-		{arrow.BinaryTypes.Binary, "=", str(`\x00`, ""), ""},
+		{arrow.BinaryTypes.Binary, "=", str(`\x00k`, ""), `= x"\x00k"`},
+		{arrow.BinaryTypes.Binary, "=", str(`\x0`, ""), ""},
+		{arrow.BinaryTypes.Binary, "=", str("é", ""), ""},
 		{arrow.FixedWidthTypes.Date32, "=", str("2025-01-01 00:00:00", "TIMESTAMP"), "= 2025-01-01"},
 		{arrow.FixedWidthTypes.Date32, "=", str("2025-01-01 00:00:01", "TIMESTAMP"), ""},
-		{arrow.FixedWidthTypes.Date32, ">", str("2025-01-01 00:00:01", "TIMESTAMP"), ">= 2025-01-02"},
+		{arrow.FixedWidthTypes.Date32, ">", str("2025-01-01 00:00:01", "TIMESTAMP"), "> 2025-01-01"},
 		{arrow.FixedWidthTypes.Date32, "<", str("2025-01-01T00:00:00-01:00", "TIMESTAMP WITH TIME ZONE"), "<= 2025-01-01"},
 		{arrow.FixedWidthTypes.Date32, "=", str("0000-01-01", "DATE"), ""},
-		{tsUS, "=", str("2025-01-01 10:00:00+02", ""), ""},
-		{tsUS, "=", str("2025-01-01 10:00:00Z", "TIMESTAMP"), ""},
+		{tsUS, "=", str("2025-01-01 10:00:00+02", ""), "= 2025-01-01T10:00:00"},
+		{tsUS, "=", str("2025-01-01 10:00:00Z", "TIMESTAMP"), "= 2025-01-01T10:00:00"},
+		{tsUS, "=", str("2025-01-01 10:00:00+02", "TIMESTAMP WITH TIME ZONE"), "= 2025-01-01T08:00:00"},
+		{tsUS, "=", str("2025-01-01 10:00+02", "TIMESTAMP WITH TIME ZONE"), ""},
 		{tsUTC, "=", str("2025-01-01 10:00:00+0230", ""), "= 2025-01-01T07:30:00"},
-		{tsUTC, "=", str("2025-01-01 10:00:00.1234567", ""), ""},
+		{tsUTC, "=", str("2025-01-01 10:00:00.1234567", ""), "= 2025-01-01T10:00:00.123456"},
+		{tsUTC, "=", str("2025-01-01 10:00:00 Europe/Paris", ""), ""},
 		{tsUTC, "=", str("2025-01-01 24:00:00", ""), ""},
 		{tsUTC, "<", str("2025-01-01", "DATE"), "< 2025-01-01T00:00:00"},
-		{tsS, ">", str("2025-01-01 10:00:00.5", ""), ">= 2025-01-01T10:00:01"},
+		{tsS, ">", str("2025-01-01 10:00:00.5", ""), "> 2025-01-01T10:00:00"},
 		{tsS, "=", str("2025-01-01 10:00:00.5", ""), ""},
 		{tsNaiveNS, "=", str("1970-01-01 00:00:00.000001", ""), ">= 1970-01-01T00:00:00.000000001 AND <= 1970-01-01T00:00:00.000001999"},
 		{tsNaiveNS, "<", str("1970-01-01", ""), "<= 1969-12-31T23:59:59.999999999"},
 		{arrow.FixedWidthTypes.Time64us, ">=", str("23:59:59.999999", "TIME"), ">= 23:59:59.999999"},
 		{arrow.FixedWidthTypes.Time64ns, ">=", str("10:00", "TIME"), ""},
-		{arrow.FixedWidthTypes.Boolean, "=", constant{kind: constBool, b: true}, "= bool(true)"},
+		{arrow.FixedWidthTypes.Boolean, "=", planner.Const{Kind: planner.ConstBool, Bool: true}, "= bool(true)"},
 		{arrow.ListOf(arrow.PrimitiveTypes.Int64), "=", num(1, 0), ""},
 	} {
 		schema := arrow.NewSchema([]arrow.Field{{Name: "", Type: tc.typ}}, nil)
