@@ -96,26 +96,10 @@ func (l *Log) openSealed(base, nextBase int64) (*segment, error) {
 		return nil, err
 	}
 	s.size, s.synced = size, size
-	idx, ierr := readFile(l.opts.FS, s.path(indexSuffix))
-	tidx, terr := readFile(l.opts.FS, s.path(timeIndexSuffix))
-	var ok bool
-	if ierr == nil && terr == nil && len(idx) > 0 {
-		s.index, ok = s.decodeIndexes(idx, tidx, size)
-	}
-	// With a good index, only the headers after its last entry are read to
-	// learn the segment's end and newest timestamp.
-	from := indexEntry{offset: base}
-	if ok {
-		from = s.index[len(s.index)-1]
-	}
-	res, err := s.scan(from.pos, from.offset, false, l.opts.IndexIntervalBytes, size)
+	res, err := l.loadIndex(s, nextBase)
 	if err != nil {
 		s.release()
 		return nil, err
-	}
-	if !ok {
-		s.index = res.index
-		l.opts.Logger.Info("rebuilt segment index", "segment", s.path(logSuffix), "entries", len(s.index))
 	}
 	if res.bad != nil || res.next != nextBase {
 		s.release()
@@ -131,6 +115,47 @@ func (l *Log) openSealed(base, nextBase int64) (*segment, error) {
 		s.firstTS = s.index[0].ts
 	}
 	return s, nil
+}
+
+// loadIndex loads the index of sealed segment s from its files, or rebuilds
+// it from the segment when they are missing or damaged, and returns what a
+// scan of the segment's tail learnt.
+func (l *Log) loadIndex(s *segment, nextBase int64) (scanResult, error) {
+	interval := l.opts.IndexIntervalBytes
+	idx, ierr := readFile(l.opts.FS, s.path(indexSuffix))
+	tidx, terr := readFile(l.opts.FS, s.path(timeIndexSuffix))
+	why := "missing"
+	if err := errors.Join(ierr, terr); err != nil && !errors.Is(err, os.ErrNotExist) {
+		why = err.Error()
+	}
+	if ierr == nil && terr == nil && len(idx) > 0 {
+		why = "inconsistent"
+		if index, ok := s.decodeIndexes(idx, tidx, s.size); ok {
+			// With a good index, only the headers after its last entry are
+			// read to learn the segment's end and newest timestamp.
+			last := index[len(index)-1]
+			res, err := s.scan(last.pos, last.offset, false, interval, s.size)
+			if err != nil || res.bad == nil && res.next == nextBase {
+				s.index = index
+				return res, err
+			}
+			// An index that does not lead to the segment's end is damaged
+			// (index files have no checksum), not necessarily the segment:
+			// the full scan decides.
+			why = "its last entry does not lead to the end of the segment"
+		}
+	}
+	res, err := s.scan(0, s.base, false, interval, s.size)
+	if err != nil || res.bad != nil || res.next != nextBase {
+		return res, err // the caller reports a damaged segment
+	}
+	s.index = res.index
+	l.opts.Logger.Info("rebuilt segment index", "segment", s.path(logSuffix), "entries", len(s.index), "index", why)
+	if err := l.writeIndexes(s); err != nil {
+		// A cache: the next open rebuilds it again.
+		l.opts.Logger.Warn("rewrite rebuilt segment index", "segment", s.path(logSuffix), "error", err)
+	}
+	return res, nil
 }
 
 // recoverActive opens the last segment for appending, checks every batch,
@@ -238,11 +263,7 @@ func (l *Log) truncate(to int64) error {
 
 // positionOf returns the file position of the batch starting at offset.
 func (l *Log) positionOf(s *segment, offset int64) (int64, error) {
-	e := lookup(s.index, offset)
-	pos, next := e.pos, e.offset
-	if e.pos == 0 {
-		next = s.base
-	}
+	pos, next := l.seek(s, lookup(s.index, offset))
 	var hdr [HeaderSize]byte
 	for next < offset {
 		if _, err := s.f.ReadAt(hdr[:], pos); err != nil {

@@ -27,11 +27,12 @@ type Reader struct {
 // lie in [Start, Committed]; at Committed the reader waits for new batches.
 func (l *Log) NewReader(from int64) (*Reader, error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if err := l.usableLocked(); err != nil && errors.Is(err, ErrClosed) {
+		l.mu.Unlock()
 		return nil, err
 	}
 	if from < l.mu.start || from > l.committed.Load() {
+		l.mu.Unlock()
 		return nil, fmt.Errorf("read from offset %d: log holds [%d, %d): %w",
 			from, l.mu.start, l.committed.Load(), ErrOffsetOutOfRange)
 	}
@@ -39,12 +40,11 @@ func (l *Log) NewReader(from int64) (*Reader, error) {
 	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > from }) - 1
 	s := segs[max(i, 0)]
 	s.acquire()
-	r := &Reader{l: l, seg: s, from: from, chunk: 1 << 20}
 	e := lookup(s.index, from)
-	r.pos, r.next = e.pos, e.offset
-	if e.pos == 0 {
-		r.next = s.base
-	}
+	l.mu.Unlock()
+	// The segment is acquired: seek reads it without the log's lock.
+	r := &Reader{l: l, seg: s, from: from, chunk: 1 << 20}
+	r.pos, r.next = l.seek(s, e)
 	return r, nil
 }
 
@@ -218,10 +218,7 @@ func (l *Log) OffsetForTime(ts int64) (int64, error) {
 	l.mu.Unlock()
 	defer s.release()
 
-	pos, next := e.pos, e.offset
-	if e.pos == 0 {
-		next = s.base
-	}
+	pos, next := l.seek(s, e)
 	committed := l.committed.Load()
 	var hdr [HeaderSize]byte
 	for next < committed {
