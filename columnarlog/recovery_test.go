@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"log/slog"
 	"maps"
 	"math"
@@ -416,7 +415,7 @@ func (e *recoveryEnv) cmdCommits(t *testing.T, td *datadriven.TestData) string {
 	var out strings.Builder
 	var ends [][]int64
 	for len(buf) > 0 {
-		seq, rec, n, ok := decodeCommitForTest(buf)
+		seq, rec, n, ok := decodeCommit(buf)
 		if !ok {
 			fmt.Fprintf(&out, "%d bytes that are not a valid record\n", len(buf))
 			break
@@ -425,33 +424,13 @@ func (e *recoveryEnv) cmdCommits(t *testing.T, td *datadriven.TestData) string {
 		ends = append(ends, rec)
 		buf = buf[n:]
 	}
-	last, err := readLastCommits(e.fs, name)
+	last, err := readLastCommits(e.fs, name, e.n, e.opts.Sync == SyncAlways)
 	if err != nil {
 		fmt.Fprintf(&out, "recovery reads: error: %v\n", err)
 	} else if want := ends[max(0, len(ends)-2):]; !slices.EqualFunc(last, want, slices.Equal) {
 		td.Fatalf(t, "readLastCommits returned %v, the file's last records are %v", last, want)
 	}
 	return out.String()
-}
-
-// decodeCommitForTest decodes one commit record (layout in table.go).
-func decodeCommitForTest(buf []byte) (seq int64, ends []int64, size int, ok bool) {
-	if len(buf) < 4 {
-		return 0, nil, 0, false
-	}
-	n := int(binary.LittleEndian.Uint32(buf))
-	if n < 16 || n > len(buf)-4 {
-		return 0, nil, 0, false
-	}
-	body := buf[4 : 4+n-4]
-	count := int(binary.LittleEndian.Uint32(body[8:]))
-	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(buf[n:]) || len(body) != 12+8*count {
-		return 0, nil, 0, false
-	}
-	for i := range count {
-		ends = append(ends, int64(binary.LittleEndian.Uint64(body[12+8*i:])))
-	}
-	return int64(binary.LittleEndian.Uint64(body)), ends, 4 + n, true
 }
 
 // cmdIndex prints the sparse index of every segment of a bucket, as held in
