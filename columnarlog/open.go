@@ -241,11 +241,11 @@ func (l *Log) truncate(to int64) error {
 		}
 	}
 	s := l.mu.segments[len(l.mu.segments)-1]
-	l.mu.segments = l.mu.segments[:len(l.mu.segments)-1]
 	pos, err := l.positionOf(s, to)
 	if err != nil {
 		return err
 	}
+	l.mu.segments = l.mu.segments[:len(l.mu.segments)-1]
 	s.release()
 	f, err := l.opts.FS.OpenAppend(s.path(logSuffix))
 	if err != nil {
@@ -258,7 +258,16 @@ func (l *Log) truncate(to int64) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	return l.recoverActive(s.base)
+	if err := l.recoverActive(s.base); err != nil {
+		return err
+	}
+	// A segment that was sealed had only its headers read on open; active
+	// again, it was checked batch by batch, and damage below to cut it short.
+	// The rows it lost were committed.
+	if l.mu.next != to {
+		return fmt.Errorf("truncate to %d: segment %s ends at offset %d: %w", to, segmentName(s.base, logSuffix), l.mu.next, ErrCorrupt)
+	}
+	return nil
 }
 
 // positionOf returns the file position of the batch starting at offset.
@@ -277,7 +286,7 @@ func (l *Log) positionOf(s *segment, offset int64) (int64, error) {
 		next = b.NextOffset()
 	}
 	if next != offset {
-		return 0, fmt.Errorf("offset %d is not a batch boundary in segment %s", offset, segmentName(s.base, logSuffix))
+		return 0, fmt.Errorf("offset %d is not a batch boundary in segment %s: %w", offset, segmentName(s.base, logSuffix), ErrCorrupt)
 	}
 	return pos, nil
 }
