@@ -64,6 +64,7 @@ func (l *Log) recover() error {
 		}
 		l.mu.segments = []*segment{s}
 		l.mu.writers = map[int64]writerState{}
+		l.checkSegmentsLocked() // no other goroutine has the log yet
 		return nil
 	}
 	for i, base := range bases[:len(bases)-1] {
@@ -77,6 +78,7 @@ func (l *Log) recover() error {
 		return err
 	}
 	l.mu.start = bases[0]
+	l.checkSegmentsLocked() // no other goroutine has the log yet
 	return nil
 }
 
@@ -267,6 +269,7 @@ func (l *Log) truncate(to int64) error {
 	if l.mu.next != to {
 		return fmt.Errorf("truncate to %d: segment %s ends at offset %d: %w", to, segmentName(s.base, logSuffix), l.mu.next, ErrCorrupt)
 	}
+	l.checkSegmentsLocked()
 	return nil
 }
 

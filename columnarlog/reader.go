@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
+
+	"github.com/lakestream/lakestream/internal/invariants"
 )
 
 // Reader reads committed batches of a log in offset order, from a starting
@@ -85,6 +87,12 @@ func (r *Reader) Next(dst []byte, maxBytes int) ([]Batch, []byte, error) {
 		var kept []Batch
 		kept, dst = r.dropBelowFrom(buf, len(dst))
 		out = append(out, kept...)
+	}
+	// Invariant: a reader never returns a batch wholly below the offset it
+	// was opened at.
+	if invariants.Enabled && len(out) > 0 && out[0].NextOffset() <= r.from {
+		invariants.Failf("reader starts at the batch holding its offset",
+			"opened at %d, first batch [%d,%d)", r.from, out[0].BaseOffset(), out[0].NextOffset())
 	}
 	// Slices were taken from buffers that append may have moved: retake them.
 	return rebase(out, dst, start), dst, nil

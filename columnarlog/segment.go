@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/lakestream/lakestream/internal/invariants"
 	"github.com/lakestream/lakestream/internal/vfs"
 )
 
@@ -86,10 +87,21 @@ func (s *segment) release() error {
 // maybeIndexLocked records an index entry for a batch written at pos when the
 // interval since the previous entry is reached.
 func (s *segment) maybeIndexLocked(b Batch, pos int64, interval int64) {
-	if n := len(s.index); n > 0 && pos-s.index[n-1].pos < interval {
+	n := len(s.index)
+	if n > 0 && pos-s.index[n-1].pos < interval {
 		return
 	}
-	s.index = append(s.index, indexEntry{offset: b.BaseOffset(), pos: pos, ts: b.CommitTimestamp()})
+	e := indexEntry{offset: b.BaseOffset(), pos: pos, ts: b.CommitTimestamp()}
+	// Invariant: index entries are sorted by offset, position and commit
+	// timestamp, so that lookup and lookupTime can search them. (Entries
+	// rebuilt from disk are checked as data instead: commit timestamps are
+	// not covered by the CRC.)
+	if invariants.Enabled && n > 0 {
+		if last := s.index[n-1]; e.offset <= last.offset || e.pos <= last.pos || e.ts < last.ts {
+			invariants.Failf("index entries sorted", "segment %s: entry %+v after %+v", s.path(logSuffix), e, last)
+		}
+	}
+	s.index = append(s.index, e)
 }
 
 // lookup returns the index entry at or before offset (the first entry when

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/lakestream/lakestream/internal/invariants"
 	"github.com/lakestream/lakestream/internal/vfs"
 )
 
@@ -172,6 +173,13 @@ func (t *TableLog) recoverBucket(b int, l *Log, end int64) error {
 	case next < end:
 		return fmt.Errorf("bucket %d ends at offset %d, below its committed offset %d: %w", b, next, end, ErrCorrupt)
 	}
+	// Invariant: a recovered bucket ends at its committed end: what the
+	// record covers is all there, and nothing it does not cover survives.
+	if invariants.Enabled {
+		if next := l.Stats().Next; next != end {
+			invariants.Failf("recovered end == committed end", "bucket %d ends at %d, committed end %d", b, next, end)
+		}
+	}
 	l.committed.Store(end)
 	return nil
 }
@@ -278,6 +286,15 @@ func (t *TableLog) commitRound() (int64, error) {
 	}
 	t.wmu.Unlock()
 
+	// Invariant: committed ends never move back. Rounds run one at a time
+	// (groupCommit), and each starts from what the writes before it left.
+	if invariants.Enabled {
+		for b, prev := range t.CommittedEnds() {
+			if ends[b] < prev {
+				invariants.Failf("committed ends never move back", "round %d: bucket %d end %d below %d", seq, b, ends[b], prev)
+			}
+		}
+	}
 	if err := t.persist(seq, ends); err != nil {
 		return 0, err
 	}
