@@ -42,7 +42,8 @@ type AppendResult struct {
 // safe for concurrent use. Offsets count rows, are dense and start at 0.
 //
 // Only committed batches are visible to readers: with SyncAlways, those
-// covered by an fsync; in a TableLog, those covered by a table commit.
+// covered by an fsync; with SyncNever, those written; in a TableLog, those
+// covered by a commit round.
 type Log struct {
 	dir  string
 	opts Options
@@ -73,7 +74,8 @@ type Log struct {
 // Dir is the log's directory.
 func (l *Log) Dir() string { return l.dir }
 
-// Committed is the offset below which every row is durable and visible.
+// Committed is the offset below which every row is visible to readers, and
+// durable with SyncAlways.
 func (l *Log) Committed() int64 { return l.committed.Load() }
 
 // Start is the first offset still in the log (retention moves it up).

@@ -34,19 +34,18 @@ import (
 // writes, none of them acknowledged, are dropped. (A crash is assumed: data
 // of the last round lost after it was acknowledged, by damage, looks the
 // same. Close leaves a single record, so after a clean close such a loss is
-// reported as corruption.) Syncing the data first and
-// the record after it puts two fsync latencies in a row: BenchmarkTableAppend
-// took 0.73 to 1.04 ms a write that way, 0.61 to 0.82 ms with both at once.
-// That latency is much of an ingest call: with 4,096-row batches, ingest ran
-// 0.12× the ceiling with fsync and 0.24× with none.
+// reported as corruption.) Syncing the data first and the record after it
+// was rejected: it puts two fsync latencies in a row, and that latency is
+// much of an ingest call (BenchmarkTableAppend; the figures are in
+// docs/benchmarks.md).
 //
 // The commit file, "commits", is a sequence of records:
 //
 //	length uint32 (bytes after this field) | sequence uint64 | bucket count uint32
 //	| bucket count × end offset int64 | CRC-32C uint32 of sequence..end offsets
 //
-// It is rewritten with only its last record on open and when it grows past
-// commitFileMax, through a temporary file and a rename; a round that
+// It is rewritten with only its last record on open, on Close and when it
+// grows past commitFileMax, through a temporary file and a rename; a round that
 // rewrites it syncs the bucket logs first, as the record it drops is the
 // one recovery would fall back to.
 type TableLog struct {
