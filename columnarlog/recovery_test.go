@@ -53,8 +53,12 @@ import (
 func TestRecovery(t *testing.T) {
 	datadriven.Walk(t, "testdata/recovery", func(t *testing.T, path string) {
 		e := newRecoveryEnv()
-		defer e.abandon()
 		datadriven.RunTest(t, path, e.run)
+		if e.tl != nil {
+			if err := e.tl.Close(); err != nil {
+				t.Errorf("close at the end of the script: %v", err)
+			}
+		}
 	})
 }
 
@@ -81,9 +85,6 @@ func newRecoveryEnv() *recoveryEnv {
 	e.opts = Options{SegmentBytes: 1 << 10, IndexIntervalBytes: 256, Now: e.clock.now, Logger: slog.New(e.logs)}
 	return e
 }
-
-// abandon drops the open table without closing it, as a crash does.
-func (e *recoveryEnv) abandon() { e.tl = nil }
 
 func (e *recoveryEnv) run(t *testing.T, td *datadriven.TestData) string {
 	e.logs.take() // only what this command logs is printed
