@@ -36,10 +36,12 @@ vet:
 	$(GO) vet ./...
 
 # tests/adbcgo runs the server binary: LAKESTREAM_BIN points it at the one
-# just built (without it, the test builds its own).
+# just built (without it, the test builds its own). -tags invariants turns on
+# the run-time invariant checks (internal/invariants). ARROWMSG_PYTHON runs
+# internal/arrowmsg's pyarrow interop test with the virtualenv's Python.
 test-go: build venv
-	$(GO) test -race -count=1 $(RACE_PKGS)
-	LAKESTREAM_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 $$($(GO) list ./... | grep -v -e /columnarlog -e /tables -e /flightsrv -e /internal/ -e /catalog -e /node -e /tiering -e '/planner$$')
+	ARROWMSG_PYTHON=$(CURDIR)/$(PY) $(GO) test -race -count=1 -tags invariants $(RACE_PKGS)
+	LAKESTREAM_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -tags invariants $$($(GO) list ./... | grep -v -e /columnarlog -e /tables -e /flightsrv -e /internal/ -e /catalog -e /node -e /tiering -e '/planner$$')
 
 # -rs prints why a test was skipped (test_jdbc.py without a JDK or Maven);
 # test_jdbc.py fetches the JDBC driver into .cache/jdbc on its first run.

@@ -28,7 +28,9 @@ import (
 //	                                    0xFFFFFFFF | int32 metadata length | flatbuffer | body
 //
 // The fields stamped by the server sit before the CRC, so stamping them
-// never recomputes it.
+// never recomputes it. The CRC does not protect them either: recovery checks
+// BaseOffset and Length by the offsets and framing of a segment, but damage
+// to CommitTimestamp or LeaderEpoch goes undetected.
 const (
 	offBaseOffset  = 0
 	offLength      = 8

@@ -29,9 +29,7 @@ func (g *groupCommit) wait(end int64, run func() (int64, error)) error {
 			continue
 		}
 		g.running = true
-		g.mu.Unlock()
-		done, err := run()
-		g.mu.Lock()
+		done, err := g.lead(run)
 		g.running = false
 		if err != nil {
 			g.err = err
@@ -44,6 +42,15 @@ func (g *groupCommit) wait(end int64, run func() (int64, error)) error {
 		return nil
 	}
 	return g.err
+}
+
+// lead runs a round with g.mu released. The lock is taken back by a defer,
+// so that a panic in run (a broken invariant) unwinds through wait's
+// deferred Unlock as itself, not as an unlock of an unlocked mutex.
+func (g *groupCommit) lead(run func() (int64, error)) (int64, error) {
+	g.mu.Unlock()
+	defer g.mu.Lock()
+	return run()
 }
 
 // reset sets the durable position after recovery or truncation.

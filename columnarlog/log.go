@@ -6,6 +6,8 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+
+	"github.com/lakestream/lakestream/internal/invariants"
 )
 
 // Errors callers test with errors.Is.
@@ -40,7 +42,8 @@ type AppendResult struct {
 // safe for concurrent use. Offsets count rows, are dense and start at 0.
 //
 // Only committed batches are visible to readers: with SyncAlways, those
-// covered by an fsync; in a TableLog, those covered by a table commit.
+// covered by an fsync; with SyncNever, those written; in a TableLog, those
+// covered by a commit round.
 type Log struct {
 	dir  string
 	opts Options
@@ -71,7 +74,8 @@ type Log struct {
 // Dir is the log's directory.
 func (l *Log) Dir() string { return l.dir }
 
-// Committed is the offset below which every row is durable and visible.
+// Committed is the offset below which every row is visible to readers, and
+// durable with SyncAlways.
 func (l *Log) Committed() int64 { return l.committed.Load() }
 
 // Start is the first offset still in the log (retention moves it up).
@@ -90,6 +94,16 @@ func (l *Log) Notify() <-chan struct{} { return *l.notify.Load() }
 func (l *Log) Done() <-chan struct{} { return l.done }
 
 func (l *Log) publish(committed int64) {
+	// Invariant: committed <= written end. Only what was written can be
+	// made durable and visible.
+	if invariants.Enabled {
+		l.mu.Lock()
+		next := l.mu.next
+		l.mu.Unlock()
+		if committed > next {
+			invariants.Failf("committed <= written end", "publishing %d in %s, written up to %d", committed, l.dir, next)
+		}
+	}
 	for {
 		cur := l.committed.Load()
 		if committed <= cur {
@@ -151,10 +165,16 @@ func (l *Log) write(b Batch) (AppendResult, int64, error) {
 		return AppendResult{}, 0, err
 	}
 	base := l.mu.next
+	seg := l.mu.segments[len(l.mu.segments)-1]
+	// Invariant: offsets are dense and increasing. A batch's base offset is
+	// the log's end, where the active (unsealed) segment ends too.
+	if invariants.Enabled && (seg.next != base || seg.sealed) {
+		invariants.Failf("dense offsets", "batch at %d in %s, active segment %d ends at %d (sealed %t)",
+			base, l.dir, seg.base, seg.next, seg.sealed)
+	}
 	b.setBaseOffset(base)
 	b.setCommitTS(ts)
 	b.setLeaderEpoch(l.opts.LeaderEpoch)
-	seg := l.mu.segments[len(l.mu.segments)-1]
 	pos := seg.size
 	if _, err := seg.f.Write(b); err != nil {
 		// A short write leaves a torn tail in the file; the log is unusable
@@ -267,7 +287,39 @@ func (l *Log) rollLocked() error {
 		return fmt.Errorf("roll: %w", err)
 	}
 	l.mu.segments = append(l.mu.segments, ns)
+	l.checkSegmentsLocked()
 	return nil
+}
+
+// checkSegmentsLocked checks, when invariants are enabled, that the segments
+// tile the log. Callers run it where the segment list changes: roll,
+// recovery, truncation and retention.
+func (l *Log) checkSegmentsLocked() {
+	if !invariants.Enabled {
+		return
+	}
+	segs := l.mu.segments
+	// Invariant: the log has at least one segment; the last is active and
+	// ends at the log's end; the log starts at the first.
+	if n := len(segs); n == 0 || segs[n-1].sealed || segs[n-1].next != l.mu.next || segs[0].base != l.mu.start {
+		invariants.Failf("segments tile the log", "%s: %s, start %d, end %d", l.dir, describeSegmentsLocked(segs), l.mu.start, l.mu.next)
+	}
+	// Invariant: segment base offsets strictly increase, and each sealed
+	// segment ends where the next begins.
+	for i := 1; i < len(segs); i++ {
+		if !segs[i-1].sealed || segs[i-1].next != segs[i].base || segs[i-1].base >= segs[i].base {
+			invariants.Failf("segments tile the log", "%s: %s", l.dir, describeSegmentsLocked(segs))
+		}
+	}
+}
+
+// describeSegmentsLocked lists segments for an invariant's message.
+func describeSegmentsLocked(segs []*segment) string {
+	out := make([]string, len(segs))
+	for i, s := range segs {
+		out[i] = fmt.Sprintf("[%d,%d) sealed %t", s.base, s.next, s.sealed)
+	}
+	return fmt.Sprint(out)
 }
 
 func (l *Log) createSegment(base int64) (*segment, error) {

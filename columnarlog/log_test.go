@@ -446,3 +446,31 @@ func TestRollByAgeAndRetentionBySize(t *testing.T) {
 		t.Fatalf("after retention %+v", st)
 	}
 }
+
+// The sparse index puts a reader's first read up to an index interval
+// before its offset; the batches wholly below it are not returned.
+func TestReaderStartsAtBatchHoldingOffset(t *testing.T) {
+	fs := vfs.NewMem()
+	l := mustOpen(t, "/log", memOpts(fs)) // an index entry every 256 bytes
+	defer l.Close()
+	for i := int64(0); i < 40; i++ {
+		if _, err := l.Append(payload(t, i, int32(i%3+1), 60)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l.Stats().Segments < 2 {
+		t.Fatal("test wants several segments")
+	}
+	all := readAll(t, l, 0)
+	for from := int64(0); from < l.Committed(); from++ {
+		got := readAll(t, l, from)
+		first := got[0]
+		if first.BaseOffset() > from || first.NextOffset() <= from {
+			t.Fatalf("reader from %d starts at batch [%d,%d)", from, first.BaseOffset(), first.NextOffset())
+		}
+		if want := all[len(all)-len(got):]; payloadID(t, got[0]) != payloadID(t, want[0]) || len(got) != len(want) {
+			t.Fatalf("reader from %d: %d batches from id %d, want %d from id %d",
+				from, len(got), payloadID(t, got[0]), len(want), payloadID(t, want[0]))
+		}
+	}
+}

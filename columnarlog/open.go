@@ -64,6 +64,7 @@ func (l *Log) recover() error {
 		}
 		l.mu.segments = []*segment{s}
 		l.mu.writers = map[int64]writerState{}
+		l.checkSegmentsLocked() // no other goroutine has the log yet
 		return nil
 	}
 	for i, base := range bases[:len(bases)-1] {
@@ -77,6 +78,7 @@ func (l *Log) recover() error {
 		return err
 	}
 	l.mu.start = bases[0]
+	l.checkSegmentsLocked() // no other goroutine has the log yet
 	return nil
 }
 
@@ -96,26 +98,10 @@ func (l *Log) openSealed(base, nextBase int64) (*segment, error) {
 		return nil, err
 	}
 	s.size, s.synced = size, size
-	idx, ierr := readFile(l.opts.FS, s.path(indexSuffix))
-	tidx, terr := readFile(l.opts.FS, s.path(timeIndexSuffix))
-	var ok bool
-	if ierr == nil && terr == nil && len(idx) > 0 {
-		s.index, ok = s.decodeIndexes(idx, tidx, size)
-	}
-	// With a good index, only the headers after its last entry are read to
-	// learn the segment's end and newest timestamp.
-	from := indexEntry{offset: base}
-	if ok {
-		from = s.index[len(s.index)-1]
-	}
-	res, err := s.scan(from.pos, from.offset, false, l.opts.IndexIntervalBytes, size)
+	res, err := l.loadIndex(s, nextBase)
 	if err != nil {
 		s.release()
 		return nil, err
-	}
-	if !ok {
-		s.index = res.index
-		l.opts.Logger.Info("rebuilt segment index", "segment", s.path(logSuffix), "entries", len(s.index))
 	}
 	if res.bad != nil || res.next != nextBase {
 		s.release()
@@ -131,6 +117,47 @@ func (l *Log) openSealed(base, nextBase int64) (*segment, error) {
 		s.firstTS = s.index[0].ts
 	}
 	return s, nil
+}
+
+// loadIndex loads the index of sealed segment s from its files, or rebuilds
+// it from the segment when they are missing or damaged, and returns what a
+// scan of the segment's tail learnt.
+func (l *Log) loadIndex(s *segment, nextBase int64) (scanResult, error) {
+	interval := l.opts.IndexIntervalBytes
+	idx, ierr := readFile(l.opts.FS, s.path(indexSuffix))
+	tidx, terr := readFile(l.opts.FS, s.path(timeIndexSuffix))
+	why := "missing"
+	if err := errors.Join(ierr, terr); err != nil && !errors.Is(err, os.ErrNotExist) {
+		why = err.Error()
+	}
+	if ierr == nil && terr == nil && len(idx) > 0 {
+		why = "inconsistent"
+		if index, ok := s.decodeIndexes(idx, tidx, s.size); ok {
+			// With a good index, only the headers after its last entry are
+			// read to learn the segment's end and newest timestamp.
+			last := index[len(index)-1]
+			res, err := s.scan(last.pos, last.offset, false, interval, s.size)
+			if err != nil || res.bad == nil && res.next == nextBase {
+				s.index = index
+				return res, err
+			}
+			// An index that does not lead to the segment's end is damaged
+			// (index files have no checksum), not necessarily the segment:
+			// the full scan decides.
+			why = "its last entry does not lead to the end of the segment"
+		}
+	}
+	res, err := s.scan(0, s.base, false, interval, s.size)
+	if err != nil || res.bad != nil || res.next != nextBase {
+		return res, err // the caller reports a damaged segment
+	}
+	s.index = res.index
+	l.opts.Logger.Info("rebuilt segment index", "segment", s.path(logSuffix), "entries", len(s.index), "index", why)
+	if err := l.writeIndexes(s); err != nil {
+		// A cache: the next open rebuilds it again.
+		l.opts.Logger.Warn("rewrite rebuilt segment index", "segment", s.path(logSuffix), "error", err)
+	}
+	return res, nil
 }
 
 // recoverActive opens the last segment for appending, checks every batch,
@@ -216,11 +243,11 @@ func (l *Log) truncate(to int64) error {
 		}
 	}
 	s := l.mu.segments[len(l.mu.segments)-1]
-	l.mu.segments = l.mu.segments[:len(l.mu.segments)-1]
 	pos, err := l.positionOf(s, to)
 	if err != nil {
 		return err
 	}
+	l.mu.segments = l.mu.segments[:len(l.mu.segments)-1]
 	s.release()
 	f, err := l.opts.FS.OpenAppend(s.path(logSuffix))
 	if err != nil {
@@ -233,16 +260,22 @@ func (l *Log) truncate(to int64) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	return l.recoverActive(s.base)
+	if err := l.recoverActive(s.base); err != nil {
+		return err
+	}
+	// A segment that was sealed had only its headers read on open; active
+	// again, it was checked batch by batch, and damage below to cut it short.
+	// The rows it lost were committed.
+	if l.mu.next != to {
+		return fmt.Errorf("truncate to %d: segment %s ends at offset %d: %w", to, segmentName(s.base, logSuffix), l.mu.next, ErrCorrupt)
+	}
+	l.checkSegmentsLocked()
+	return nil
 }
 
 // positionOf returns the file position of the batch starting at offset.
 func (l *Log) positionOf(s *segment, offset int64) (int64, error) {
-	e := lookup(s.index, offset)
-	pos, next := e.pos, e.offset
-	if e.pos == 0 {
-		next = s.base
-	}
+	pos, next := l.seek(s, lookup(s.index, offset))
 	var hdr [HeaderSize]byte
 	for next < offset {
 		if _, err := s.f.ReadAt(hdr[:], pos); err != nil {
@@ -256,7 +289,7 @@ func (l *Log) positionOf(s *segment, offset int64) (int64, error) {
 		next = b.NextOffset()
 	}
 	if next != offset {
-		return 0, fmt.Errorf("offset %d is not a batch boundary in segment %s", offset, segmentName(s.base, logSuffix))
+		return 0, fmt.Errorf("offset %d is not a batch boundary in segment %s: %w", offset, segmentName(s.base, logSuffix), ErrCorrupt)
 	}
 	return pos, nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
+
+	"github.com/lakestream/lakestream/internal/invariants"
 )
 
 // Reader reads committed batches of a log in offset order, from a starting
@@ -15,6 +17,10 @@ type Reader struct {
 	seg  *segment // acquired
 	pos  int64    // file position of the next batch in seg
 	next int64    // offset of the next batch to read (its base)
+	// from is the offset the reader was opened at. The sparse index puts
+	// the first read up to an index interval before it; Next drops the
+	// batches wholly below it.
+	from int64
 	// chunk is the read size: one ReadAt usually brings several batches.
 	chunk int
 }
@@ -23,11 +29,12 @@ type Reader struct {
 // lie in [Start, Committed]; at Committed the reader waits for new batches.
 func (l *Log) NewReader(from int64) (*Reader, error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if err := l.usableLocked(); err != nil && errors.Is(err, ErrClosed) {
+		l.mu.Unlock()
 		return nil, err
 	}
 	if from < l.mu.start || from > l.committed.Load() {
+		l.mu.Unlock()
 		return nil, fmt.Errorf("read from offset %d: log holds [%d, %d): %w",
 			from, l.mu.start, l.committed.Load(), ErrOffsetOutOfRange)
 	}
@@ -35,12 +42,11 @@ func (l *Log) NewReader(from int64) (*Reader, error) {
 	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > from }) - 1
 	s := segs[max(i, 0)]
 	s.acquire()
-	r := &Reader{l: l, seg: s, chunk: 1 << 20}
 	e := lookup(s.index, from)
-	r.pos, r.next = e.pos, e.offset
-	if e.pos == 0 {
-		r.next = s.base
-	}
+	l.mu.Unlock()
+	// The segment is acquired: seek reads it without the log's lock.
+	r := &Reader{l: l, seg: s, from: from, chunk: 1 << 20}
+	r.pos, r.next = l.seek(s, e)
 	return r, nil
 }
 
@@ -56,10 +62,10 @@ func (r *Reader) Close() error {
 
 // Next appends the committed batches from the reader's position to dst,
 // reading chunks until it holds maxBytes or more (at least one batch when
-// one is committed), and returns
-// them as slices of the returned buffer. It returns no batch when the reader
-// has caught up with the committed offset. The first batch may begin before
-// the offset the reader was opened at.
+// one is committed), and returns them as slices of the returned buffer. It
+// returns no batch when the reader has caught up with the committed offset.
+// The first batch is the one holding the offset the reader was opened at,
+// which it may begin before.
 func (r *Reader) Next(dst []byte, maxBytes int) ([]Batch, []byte, error) {
 	var out []Batch
 	start := len(dst)
@@ -78,15 +84,40 @@ func (r *Reader) Next(dst []byte, maxBytes int) ([]Batch, []byte, error) {
 			}
 			continue
 		}
-		for pos := len(dst); pos < len(buf); {
-			b := Batch(buf[pos:])
-			out = append(out, b[:b.Size()])
-			pos += b.Size()
-		}
-		dst = buf
+		var kept []Batch
+		kept, dst = r.dropBelowFrom(buf, len(dst))
+		out = append(out, kept...)
+	}
+	// Invariant: a reader never returns a batch wholly below the offset it
+	// was opened at.
+	if invariants.Enabled && len(out) > 0 && out[0].NextOffset() <= r.from {
+		invariants.Failf("reader starts at the batch holding its offset",
+			"opened at %d, first batch [%d,%d)", r.from, out[0].BaseOffset(), out[0].NextOffset())
 	}
 	// Slices were taken from buffers that append may have moved: retake them.
 	return rebase(out, dst, start), dst, nil
+}
+
+// dropBelowFrom splits buf[pos:], whole batches back to back, into batches,
+// and moves those wholly below the reader's starting offset out: the batches
+// kept stay back to back from pos. It returns them and buf cut after them.
+func (r *Reader) dropBelowFrom(buf []byte, pos int) ([]Batch, []byte) {
+	var out []Batch
+	keep := pos
+	for pos < len(buf) {
+		b := Batch(buf[pos:])
+		b = b[:b.Size()]
+		pos += len(b)
+		if b.NextOffset() <= r.from {
+			continue
+		}
+		if keep != pos-len(b) {
+			copy(buf[keep:], b)
+		}
+		out = append(out, Batch(buf[keep:keep+len(b)]))
+		keep += len(b)
+	}
+	return out, buf[:keep]
 }
 
 // readChunk reads whole committed batches at the reader's position, appending
@@ -195,10 +226,7 @@ func (l *Log) OffsetForTime(ts int64) (int64, error) {
 	l.mu.Unlock()
 	defer s.release()
 
-	pos, next := e.pos, e.offset
-	if e.pos == 0 {
-		next = s.base
-	}
+	pos, next := l.seek(s, e)
 	committed := l.committed.Load()
 	var hdr [HeaderSize]byte
 	for next < committed {

@@ -1,6 +1,10 @@
 package columnarlog
 
-import "time"
+import (
+	"time"
+
+	"github.com/lakestream/lakestream/internal/invariants"
+)
 
 // Retention bounds what a log keeps. A sealed segment is deleted when it lies
 // wholly below Floor and is either older than MaxAge (by its newest batch) or
@@ -36,6 +40,12 @@ func (l *Log) ApplyRetention(p Retention) (int, error) {
 		if s.next > p.Floor || (!tooOld && !tooBig) {
 			break
 		}
+		// Invariant: retention deletes only sealed segments, wholly below
+		// its floor.
+		if invariants.Enabled && (!s.sealed || s.next > p.Floor) {
+			invariants.Failf("retention stays below its floor", "%s: deleting [%d,%d) (sealed %t), floor %d",
+				l.dir, s.base, s.next, s.sealed, p.Floor)
+		}
 		l.mu.segments = l.mu.segments[1:]
 		l.mu.start = l.mu.segments[0].base
 		total -= s.size
@@ -45,6 +55,7 @@ func (l *Log) ApplyRetention(p Retention) (int, error) {
 		deleted++
 		l.opts.Logger.Info("deleted log segment", "dir", l.dir, "base", s.base, "next", s.next)
 	}
+	l.checkSegmentsLocked()
 	return deleted, nil
 }
 

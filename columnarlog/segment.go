@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/lakestream/lakestream/internal/invariants"
 	"github.com/lakestream/lakestream/internal/vfs"
 )
 
@@ -25,8 +26,10 @@ import (
 // IndexIntervalBytes of log data; the time index has an entry for each offset
 // index entry, holding that batch's commit timestamp. Commit timestamps never
 // decrease within a log, so both are sorted. Index files are written when a
-// segment is sealed and rebuilt from the log file when missing or damaged; the
-// active segment's index is always rebuilt on open, by the recovery scan.
+// segment is sealed, and rebuilt from the log file (and written again) when
+// missing or inconsistent; the active segment's index is always rebuilt on
+// open, by the recovery scan. They carry no checksum, so an entry is checked
+// against the batch it points at before it is used (seek).
 type segment struct {
 	base int64
 	dir  string
@@ -84,10 +87,21 @@ func (s *segment) release() error {
 // maybeIndexLocked records an index entry for a batch written at pos when the
 // interval since the previous entry is reached.
 func (s *segment) maybeIndexLocked(b Batch, pos int64, interval int64) {
-	if n := len(s.index); n > 0 && pos-s.index[n-1].pos < interval {
+	n := len(s.index)
+	if n > 0 && pos-s.index[n-1].pos < interval {
 		return
 	}
-	s.index = append(s.index, indexEntry{offset: b.BaseOffset(), pos: pos, ts: b.CommitTimestamp()})
+	e := indexEntry{offset: b.BaseOffset(), pos: pos, ts: b.CommitTimestamp()}
+	// Invariant: index entries are sorted by offset, position and commit
+	// timestamp, so that lookup and lookupTime can search them. (Entries
+	// rebuilt from disk are checked as data instead: commit timestamps are
+	// not covered by the CRC.)
+	if invariants.Enabled && n > 0 {
+		if last := s.index[n-1]; e.offset <= last.offset || e.pos <= last.pos || e.ts < last.ts {
+			invariants.Failf("index entries sorted", "segment %s: entry %+v after %+v", s.path(logSuffix), e, last)
+		}
+	}
+	s.index = append(s.index, e)
 }
 
 // lookup returns the index entry at or before offset (the first entry when
@@ -107,6 +121,27 @@ func lookupTime(index []indexEntry, ts int64) indexEntry {
 		return indexEntry{pos: 0}
 	}
 	return index[i-1]
+}
+
+// seek returns where to start reading segment s for the index entry e that
+// lookup or lookupTime found: the entry's position and offset, or the start
+// of the segment. Index files carry no checksum, so a damaged one can pass
+// for whole when it is loaded; an entry is trusted only if the batch header
+// at its position is the batch it names (offset and commit timestamp). One
+// header read buys that: a damaged entry would otherwise send a reader into
+// the middle of a batch, where it finds no batch and stops early, silently.
+func (l *Log) seek(s *segment, e indexEntry) (pos, next int64) {
+	if e.pos == 0 {
+		return 0, s.base
+	}
+	var hdr [HeaderSize]byte
+	_, err := s.f.ReadAt(hdr[:], e.pos)
+	if b := Batch(hdr[:]); err == nil && b.Magic() == MagicV1 && b.BaseOffset() == e.offset && b.CommitTimestamp() == e.ts {
+		return e.pos, e.offset
+	}
+	l.opts.Logger.Warn("index entry does not match the segment; reading it from its start",
+		"segment", s.path(logSuffix), "offset", e.offset, "pos", e.pos, "error", err)
+	return 0, s.base
 }
 
 // encodeIndexes serialises the in-memory index into the two index files' bytes.

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/lakestream/lakestream/internal/invariants"
 	"github.com/lakestream/lakestream/internal/vfs"
 )
 
@@ -33,19 +34,18 @@ import (
 // writes, none of them acknowledged, are dropped. (A crash is assumed: data
 // of the last round lost after it was acknowledged, by damage, looks the
 // same. Close leaves a single record, so after a clean close such a loss is
-// reported as corruption.) Syncing the data first and
-// the record after it puts two fsync latencies in a row: BenchmarkTableAppend
-// took 0.73 to 1.04 ms a write that way, 0.61 to 0.82 ms with both at once.
-// That latency is much of an ingest call: with 4,096-row batches, ingest ran
-// 0.12× the ceiling with fsync and 0.24× with none.
+// reported as corruption.) Syncing the data first and the record after it
+// was rejected: it puts two fsync latencies in a row, and that latency is
+// much of an ingest call (BenchmarkTableAppend; the figures are in
+// docs/benchmarks.md).
 //
 // The commit file, "commits", is a sequence of records:
 //
 //	length uint32 (bytes after this field) | sequence uint64 | bucket count uint32
 //	| bucket count × end offset int64 | CRC-32C uint32 of sequence..end offsets
 //
-// It is rewritten with only its last record on open and when it grows past
-// commitFileMax, through a temporary file and a rename; a round that
+// It is rewritten with only its last record on open, on Close and when it
+// grows past commitFileMax, through a temporary file and a rename; a round that
 // rewrites it syncs the bucket logs first, as the record it drops is the
 // one recovery would fall back to.
 type TableLog struct {
@@ -101,7 +101,7 @@ func (t *TableLog) open(n int) error {
 	if err := fs.MkdirAll(t.dir, 0o755); err != nil {
 		return err
 	}
-	recs, err := readLastCommits(fs, path.Join(t.dir, commitFileName))
+	recs, err := readLastCommits(fs, path.Join(t.dir, commitFileName), n, t.opts.Sync == SyncAlways)
 	if err != nil {
 		return err
 	}
@@ -171,6 +171,13 @@ func (t *TableLog) recoverBucket(b int, l *Log, end int64) error {
 		}
 	case next < end:
 		return fmt.Errorf("bucket %d ends at offset %d, below its committed offset %d: %w", b, next, end, ErrCorrupt)
+	}
+	// Invariant: a recovered bucket ends at its committed end: what the
+	// record covers is all there, and nothing it does not cover survives.
+	if invariants.Enabled {
+		if next := l.Stats().Next; next != end {
+			invariants.Failf("recovered end == committed end", "bucket %d ends at %d, committed end %d", b, next, end)
+		}
 	}
 	l.committed.Store(end)
 	return nil
@@ -278,6 +285,15 @@ func (t *TableLog) commitRound() (int64, error) {
 	}
 	t.wmu.Unlock()
 
+	// Invariant: committed ends never move back. Rounds run one at a time
+	// (groupCommit), and each starts from what the writes before it left.
+	if invariants.Enabled {
+		for b, prev := range t.CommittedEnds() {
+			if ends[b] < prev {
+				invariants.Failf("committed ends never move back", "round %d: bucket %d end %d below %d", seq, b, ends[b], prev)
+			}
+		}
+	}
 	if err := t.persist(seq, ends); err != nil {
 		return 0, err
 	}
@@ -393,9 +409,16 @@ func (t *TableLog) rewriteCommitFileLocked(seq int64, ends []int64) error {
 }
 
 // readLastCommits returns the end offsets of the last two valid records of
-// the commit file, oldest first, or none if there is no file; a torn or
-// damaged tail ends the file.
-func readLastCommits(fs vfs.FS, name string) ([][]int64, error) {
+// the commit file of a table of n buckets, oldest first, or none if there is
+// no file.
+//
+// A torn or damaged last record ends the file: it may be a round that a
+// crash cut short. Only the last record can be torn, since a round syncs its
+// record before the next round starts; a damaged record with a whole record
+// after it was synced, and the rounds after it acknowledged, so it is
+// corruption, not a tail to cut. With SyncNever (synced false) records are
+// not synced and any of them may be torn: the file ends at the first bad one.
+func readLastCommits(fs vfs.FS, name string, n int, synced bool) ([][]int64, error) {
 	buf, err := readFile(fs, name)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -403,23 +426,19 @@ func readLastCommits(fs vfs.FS, name string) ([][]int64, error) {
 	if err != nil {
 		return nil, err
 	}
+	frame := 4 + 8 + 4 + 8*n + 4 // the size of every record of the table
 	var prev, last []int64
-	for len(buf) >= 4 {
-		n := int(binary.LittleEndian.Uint32(buf))
-		if n < 16 || n > len(buf)-4 {
+	for pos := 0; pos < len(buf); {
+		_, ends, size, ok := decodeCommit(buf[pos:])
+		if !ok {
+			if synced && len(buf)-pos > frame {
+				return nil, fmt.Errorf("commit file %s: the record at byte %d is damaged, and %d bytes follow it: %w",
+					name, pos, len(buf)-pos-frame, ErrCorrupt)
+			}
 			break
 		}
-		rec := buf[4 : 4+n]
-		body, sum := rec[:n-4], binary.LittleEndian.Uint32(rec[n-4:])
-		count := int(binary.LittleEndian.Uint32(body[8:]))
-		if crc32.Checksum(body, castagnoli) != sum || len(body) != 12+8*count {
-			break
-		}
-		prev, last = last, make([]int64, count)
-		for i := range last {
-			last[i] = int64(binary.LittleEndian.Uint64(body[12+8*i:]))
-		}
-		buf = buf[4+n:]
+		prev, last = last, ends
+		pos += size
 	}
 	switch {
 	case last == nil:
@@ -428,6 +447,30 @@ func readLastCommits(fs vfs.FS, name string) ([][]int64, error) {
 		return [][]int64{last}, nil
 	}
 	return [][]int64{prev, last}, nil
+}
+
+// decodeCommit decodes the record at the start of buf and returns its
+// sequence number, its end offsets and its size; ok is false for a record
+// that is cut off or fails its checks.
+func decodeCommit(buf []byte) (seq int64, ends []int64, size int, ok bool) {
+	if len(buf) < 4 {
+		return 0, nil, 0, false
+	}
+	n := int(binary.LittleEndian.Uint32(buf))
+	if n < 16 || n > len(buf)-4 {
+		return 0, nil, 0, false
+	}
+	rec := buf[4 : 4+n]
+	body, sum := rec[:n-4], binary.LittleEndian.Uint32(rec[n-4:])
+	count := int(binary.LittleEndian.Uint32(body[8:]))
+	if crc32.Checksum(body, castagnoli) != sum || len(body) != 12+8*count {
+		return 0, nil, 0, false
+	}
+	ends = make([]int64, count)
+	for i := range ends {
+		ends[i] = int64(binary.LittleEndian.Uint64(body[12+8*i:]))
+	}
+	return int64(binary.LittleEndian.Uint64(body)), ends, 4 + n, true
 }
 
 // Close refuses new writes, waits for those already written to commit,

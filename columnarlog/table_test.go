@@ -58,6 +58,10 @@ func TestTableLogWritesAreAtomicAcrossCrashes(t *testing.T) {
 			want := map[int64]int{} // id → number of parts
 			var mu sync.Mutex
 			acked := map[int64]bool{}
+			// ackedMore has an element after an acknowledgement not yet
+			// seen; writersDone is closed once every writer has returned.
+			ackedMore := make(chan struct{}, 1)
+			writersDone := make(chan struct{})
 			var wg sync.WaitGroup
 			var crashed *vfs.MemFS
 			var ackedAtCrash map[int64]bool
@@ -80,12 +84,23 @@ func TestTableLogWritesAreAtomicAcrossCrashes(t *testing.T) {
 						mu.Lock()
 						acked[int64(w*1000+i)] = true
 						mu.Unlock()
+						select {
+						case ackedMore <- struct{}{}:
+						default:
+						}
 					}
 				}()
 			}
+			go func() {
+				wg.Wait()
+				close(writersDone)
+			}()
 			// Crash while the writers run: snapshot what was acknowledged
-			// first, then the filesystem.
+			// first, then the filesystem. (Waiting on a bucket's Notify
+			// instead lost wakeups: the acknowledgements it waited for could
+			// all land between the count and the wait.)
 			crashAfter := rng.IntN(100)
+		wait:
 			for {
 				mu.Lock()
 				n := len(acked)
@@ -93,7 +108,11 @@ func TestTableLogWritesAreAtomicAcrossCrashes(t *testing.T) {
 				if n >= crashAfter {
 					break
 				}
-				<-tl.Bucket(0).Notify()
+				select {
+				case <-ackedMore:
+				case <-writersDone:
+					break wait // the writers failed: they reported why
+				}
 			}
 			mu.Lock()
 			ackedAtCrash = map[int64]bool{}
