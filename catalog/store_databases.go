@@ -16,8 +16,8 @@ func (c *Catalog) CreateDatabase(ctx context.Context, name string, ifNotExists b
 
 // createDatabase reports whether it created the database.
 func (c *Catalog) createDatabase(ctx context.Context, name string, ifNotExists bool) (bool, error) {
-	if name == "" {
-		return false, invalidf("database name is empty")
+	if err := checkObjectName("database", name); err != nil {
+		return false, fmt.Errorf("create database: %w", err)
 	}
 	snap, err := c.lockWrite()
 	if err != nil {

@@ -135,6 +135,9 @@ func (c *Catalog) AddColumn(ctx context.Context, db, table string, col Column) (
 	if slices.ContainsFunc(old.Columns, func(c Column) bool { return strings.EqualFold(c.Name, col.Name) }) {
 		return nil, fmt.Errorf("column %q already exists in table %q: %w", col.Name, old.FullName(), ErrColumnExists)
 	}
+	if err := checkWidth(quoteName(old.FullName()), append(slices.Clip(old.Columns), col)); err != nil {
+		return nil, fmt.Errorf("add column %q to table %q: %w", col.Name, old.FullName(), err)
+	}
 	t := old.withColumn(col, c.now())
 	err = c.inTx(ctx, func(tx *sql.Tx) error {
 		if err := insertSchema(ctx, tx, t.ID, t.schemas[t.SchemaID]); err != nil {
