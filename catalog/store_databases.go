@@ -70,6 +70,9 @@ func (c *Catalog) dropDatabase(ctx context.Context, name string, ifExists, casca
 		return nil, false, fmt.Errorf("database %q does not exist: %w", name, ErrDatabaseNotFound)
 	}
 	tables := snap.tablesOf(name)
+	for _, b := range snap.brokenOf(name) {
+		tables = append(tables, b.stub())
+	}
 	if len(tables) > 0 && !cascade {
 		return nil, false, fmt.Errorf("database %q is not empty (%d tables; use CASCADE to drop them too): %w",
 			name, len(tables), ErrDatabaseNotEmpty)
