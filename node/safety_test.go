@@ -14,7 +14,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -232,5 +235,56 @@ func TestStartQuarantinesAndReports(t *testing.T) {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("the log lacks %q", want)
 		}
+	}
+}
+
+// The limits on definitions reach a client as InvalidArgument naming the
+// limit, from DDL, ALTER TABLE and an ingest that creates its table, and
+// nothing of a refused definition is stored.
+func TestLimitsReachClientsAsInvalidArgument(t *testing.T) {
+	n, stop, done := startNode(t, t.TempDir())
+	defer func() { stop(); <-done }()
+	cl := client(t, n.Addr())
+	ctx := context.Background()
+	mustExec(t, cl, "CREATE TABLE t (a BIGINT)")
+	deep := strings.Repeat("STRUCT(a ", 40) + "BIGINT" + strings.Repeat(")", 40)
+	for _, tc := range []struct{ sql, want string }{
+		{"CREATE TABLE ns (c " + deep + ")", "deeper than the limit of 32 levels"},
+		{"ALTER TABLE t ADD COLUMN c " + deep, "deeper than the limit of 32 levels"},
+		{`CREATE TABLE "x.t" (a BIGINT)`, `must not contain "."`},
+		{`CREATE TABLE "t$lake" (a BIGINT)`, `must not contain "$"`},
+	} {
+		_, err := cl.ExecuteUpdate(ctx, tc.sql)
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%.60s: %v, want InvalidArgument with %q", tc.sql, err, tc.want)
+		}
+	}
+	var dt arrow.DataType = arrow.PrimitiveTypes.Int64
+	for range 40 {
+		dt = arrow.ListOf(dt)
+	}
+	for _, tc := range []struct {
+		field arrow.Field
+		want  string
+	}{
+		{arrow.Field{Name: "deep", Type: dt, Nullable: true}, "deeper than the limit of 32 levels"},
+		{arrow.Field{Name: "a.b", Type: arrow.PrimitiveTypes.Int64, Nullable: true}, `must not contain "."`},
+	} {
+		schema := arrow.NewSchema([]arrow.Field{tc.field}, nil)
+		b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+		b.Field(0).AppendNull()
+		rec := b.NewRecordBatch()
+		b.Release()
+		rdr, _ := array.NewRecordReader(schema, []arrow.RecordBatch{rec})
+		_, err := cl.ExecuteIngest(ctx, rdr, &flightsql.ExecuteIngestOpts{Table: "ingested", TableDefinitionOptions: &flightsql.TableDefinitionOptions{
+			IfNotExist: flightsql.TableDefinitionOptionsTableNotExistOptionCreate}})
+		rec.Release()
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ingest creating a table with %s: %v, want InvalidArgument with %q", tc.field.Name, err, tc.want)
+		}
+	}
+	defs, err := n.Tables().Catalog().AllTables(ctx)
+	if err != nil || len(defs) != 1 || len(defs[0].Columns) != 1 {
+		t.Errorf("tables after the refused definitions: %v, %v; want t with its one column", defs, err)
 	}
 }
