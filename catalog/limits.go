@@ -13,14 +13,16 @@ import (
 // anything is stored or converted, for DDL, for tables an ingest creates
 // from an Arrow schema (ColumnsFromArrow) and for ADD COLUMN; the parser
 // stops at the depth and width limits instead of building what it would
-// refuse. A definition stored by an older release that breaks the depth or
-// width limits does not load (Catalog.BrokenTables); the name rules apply
-// to new names only.
+// refuse. A definition stored by an older release with a column type the
+// parser refuses now (nested deeper than MaxTypeDepth, or of more than
+// MaxFields fields) does not load (Catalog.BrokenTables); the other limits
+// and the name rules apply to new definitions only.
 //
 // What others allow, and why these:
 //
-//   - Nesting: PostgreSQL and DuckDB set no type nesting limit, Iceberg none,
-//     Arrow's IPC reader refuses more than 64 levels. Every layer below
+//   - Nesting: PostgreSQL and DuckDB set no type nesting limit, Iceberg none;
+//     Arrow C++'s IPC reader (pyarrow, ADBC) refuses more than 64 levels by
+//     default (max_recursion_depth). Every layer below
 //     (Arrow, Parquet, Iceberg's schema visitors) recurses per level, and
 //     iceberg-go's schema conversion is superlinear in depth: a 10,000-level
 //     STRUCT made it run out of memory. 32 levels is far beyond any real
@@ -155,37 +157,37 @@ func checkPathName(what, name string) error {
 	return nil
 }
 
-// TypeDepth is how deeply t nests LIST, STRUCT and MAP types: 0 for a
+// typeDepth is how deeply t nests LIST, STRUCT and MAP types: 0 for a
 // primitive type.
-func TypeDepth(t Type) int {
+func typeDepth(t Type) int {
 	switch t.Kind {
 	case KindList:
 		if t.Elem == nil {
 			return 1
 		}
-		return 1 + TypeDepth(*t.Elem)
+		return 1 + typeDepth(*t.Elem)
 	case KindMap:
 		d := 0
 		for _, c := range []*Type{t.Key, t.Value} {
 			if c != nil {
-				d = max(d, TypeDepth(*c))
+				d = max(d, typeDepth(*c))
 			}
 		}
 		return 1 + d
 	case KindStruct:
 		d := 0
 		for _, f := range t.Fields {
-			d = max(d, TypeDepth(f.Type))
+			d = max(d, typeDepth(f.Type))
 		}
 		return 1 + d
 	}
 	return 0
 }
 
-// FieldCount is the fields of columns as MaxFields counts them: each
+// fieldCount is the fields of columns as MaxFields counts them: each
 // column, and each STRUCT field, LIST element and MAP key and value in
 // their types.
-func FieldCount(cols []Column) int {
+func fieldCount(cols []Column) int {
 	n := 0
 	for _, c := range cols {
 		n += 1 + childFields(c.Type)
@@ -224,7 +226,7 @@ func checkWidth(table string, cols []Column) error {
 	if len(cols) > MaxColumns {
 		errs = append(errs, fmt.Sprintf("table %s has %d columns; the limit is %d", table, len(cols), MaxColumns))
 	}
-	if n := FieldCount(cols); n > MaxFields {
+	if n := fieldCount(cols); n > MaxFields {
 		errs = append(errs, fmt.Sprintf("table %s has %d fields (columns and their nested fields); the limit is %d", table, n, MaxFields))
 	}
 	if len(errs) == 0 {

@@ -39,8 +39,8 @@ func TestParseRefusesTypesNestedTooDeep(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%d levels: %v", MaxTypeDepth, err)
 			}
-			if got := TypeDepth(stmt.(*CreateTable).Columns[0].Type); got != MaxTypeDepth {
-				t.Fatalf("TypeDepth = %d, want %d", got, MaxTypeDepth)
+			if got := typeDepth(stmt.(*CreateTable).Columns[0].Type); got != MaxTypeDepth {
+				t.Fatalf("typeDepth = %d, want %d", got, MaxTypeDepth)
 			}
 			if _, err := stmt.(*CreateTable).Resolve(Config{}); err != nil {
 				t.Errorf("resolve %d levels: %v", MaxTypeDepth, err)

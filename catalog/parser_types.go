@@ -58,7 +58,7 @@ func (p *parser) parseType(col string) (Type, error) {
 			return t, nil
 		}
 		if depth < 0 {
-			depth = p.nest + TypeDepth(t)
+			depth = p.nest + typeDepth(t)
 		}
 		if depth++; depth > MaxTypeDepth {
 			return Type{}, p.errAt(tok, "%s", errTooDeep(col))
