@@ -64,16 +64,18 @@ func (r *resolver) add(err error) {
 
 func (r *resolver) addf(format string, args ...any) { r.add(invalidf(format, args...)) }
 
-func (r *resolver) checkName() {
-	if strings.Contains(r.t.Name, "$") {
-		r.addf(`table name %q must not contain "$": it is reserved for system tables such as "t$changelog"`, r.t.Name)
-	}
-}
+// checkName checks the table's name. The database's was checked when it
+// was created.
+func (r *resolver) checkName() { r.add(checkObjectName("table", r.t.Name)) }
 
 // columns returns a copy of cols, checking names and the PK's NOT NULL.
 func (r *resolver) columns(cols []Column) []Column {
 	if len(cols) == 0 {
 		r.addf("table %q has no columns", r.t.Name)
+	}
+	if err := checkWidth(quoteName(r.t.Name), cols); err != nil {
+		r.add(err)
+		return nil // so many columns are not checked one by one
 	}
 	out := make([]Column, len(cols))
 	seen := make(map[string]bool, len(cols))
@@ -135,6 +137,7 @@ func (r *resolver) partition() {
 		if msg := transformProblem(f.Transform, r.t.Columns[i].Type); msg != "" {
 			r.addf("partition field %s: %s", f, msg)
 		}
+		r.add(checkPathName("partition column", f.Column))
 		if r.t.HasPrimaryKey() && !contains(r.t.PrimaryKey, f.Column) {
 			r.addf("partition column %q must be part of the primary key, so that each key lives in one partition", f.Column)
 		}
@@ -169,6 +172,9 @@ func (r *resolver) bucketKey() {
 	o := &r.t.Options
 	if _, set := r.t.RawOptions[OptBucketKey]; !set {
 		o.BucketKey = r.t.PrimaryKey
+		for _, name := range o.BucketKey {
+			r.add(checkPathName("bucket key column", name))
+		}
 		return
 	}
 	keys := make([]string, 0, len(o.BucketKey))
@@ -178,6 +184,7 @@ func (r *resolver) bucketKey() {
 			continue
 		}
 		keys = append(keys, col.Name)
+		r.add(checkPathName("bucket key column", col.Name))
 		if !bucketable(col.Type) {
 			r.addf("option %q: column %q has type %s, which cannot be hashed into buckets (BOOLEAN, FLOAT, DOUBLE and nested types cannot)", OptBucketKey, col.Name, col.Type)
 		}
@@ -248,25 +255,30 @@ func contains(list []string, s string) bool {
 }
 
 // checkColumn checks what the parser guarantees for columns built in code
-// (ColumnsFromArrow, ADD COLUMN from a client): a usable name and a valid
-// type.
+// (ColumnsFromArrow, ADD COLUMN from a client), and what the parser leaves
+// to the definition: the name rules (limits.go) and a valid type within
+// MaxTypeDepth.
 func checkColumn(c Column) error {
-	switch {
-	case c.Name == "":
-		return invalidf("a column has an empty name")
-	case reservedColumns[c.Name]:
+	if err := checkFieldName("column", c.Name); err != nil {
+		return err
+	}
+	if reservedColumns[c.Name] {
 		return invalidf("column name %q is reserved for changelog metadata", c.Name)
 	}
-	if err := checkType(c.Type); err != nil {
-		return invalidf("column %q: %v", c.Name, err)
+	if err := checkType(c.Type, 0); err != nil {
+		return invalidf("column %s: %v", quoteName(c.Name), err)
 	}
 	return nil
 }
 
 // checkType reports what makes t unusable: an unknown kind, a DECIMAL out of
-// range, a missing child type, a nested MAP key, an unnamed or repeated
-// STRUCT field.
-func checkType(t Type) error {
+// range, a missing child type, a nested MAP key, a bad or repeated STRUCT
+// field name, nesting deeper than MaxTypeDepth. level is the number of
+// nested types around t.
+func checkType(t Type, level int) error {
+	if t.IsNested() && level >= MaxTypeDepth {
+		return fmt.Errorf("the type nests LIST, STRUCT and MAP deeper than the limit of %d levels", MaxTypeDepth)
+	}
 	switch t.Kind {
 	case KindDecimal:
 		if t.Precision < 1 || t.Precision > MaxDecimalPrecision || t.Scale < 0 || t.Scale > t.Precision {
@@ -276,11 +288,11 @@ func checkType(t Type) error {
 		if t.Elem == nil {
 			return errors.New("LIST without an element type")
 		}
-		return checkType(*t.Elem)
+		return checkType(*t.Elem, level+1)
 	case KindMap:
-		return checkMapType(t)
+		return checkMapType(t, level)
 	case KindStruct:
-		return checkStructType(t)
+		return checkStructType(t, level)
 	default:
 		if t.Kind == 0 || t.Kind > KindMap {
 			return fmt.Errorf("invalid type kind %d", t.Kind)
@@ -289,30 +301,36 @@ func checkType(t Type) error {
 	return nil
 }
 
-func checkMapType(t Type) error {
+func checkMapType(t Type, level int) error {
 	if t.Key == nil || t.Value == nil {
 		return errors.New("MAP without a key or value type")
 	}
 	if t.Key.IsNested() {
 		return fmt.Errorf("MAP key must be a primitive type, not %s", t.Key)
 	}
-	if err := checkType(*t.Key); err != nil {
+	if err := checkType(*t.Key, level+1); err != nil {
 		return err
 	}
-	return checkType(*t.Value)
+	return checkType(*t.Value, level+1)
 }
 
-func checkStructType(t Type) error {
+// checkStructType also refuses field names that differ only in case, as
+// DuckDB does ("Duplicate type parameter").
+func checkStructType(t Type, level int) error {
 	if len(t.Fields) == 0 {
 		return errors.New("STRUCT without fields")
 	}
 	seen := make(map[string]bool, len(t.Fields))
 	for _, f := range t.Fields {
-		if f.Name == "" || seen[f.Name] {
-			return fmt.Errorf("STRUCT field name %q is empty or repeated", f.Name)
+		if err := checkFieldName("STRUCT field", f.Name); err != nil {
+			return err
 		}
-		seen[f.Name] = true
-		if err := checkType(f.Type); err != nil {
+		key := strings.ToLower(f.Name)
+		if seen[key] {
+			return fmt.Errorf("STRUCT field name %s is repeated (names that differ only in case are the same field)", quoteName(f.Name))
+		}
+		seen[key] = true
+		if err := checkType(f.Type, level+1); err != nil {
 			return err
 		}
 	}

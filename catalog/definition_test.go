@@ -125,7 +125,7 @@ func TestResolveChecksCodeBuiltColumns(t *testing.T) {
 	}}
 	_, err := s.Resolve(Config{})
 	for _, want := range []string{
-		`a column has an empty name`, `column "z": invalid type kind 0`,
+		`a column name is empty`, `column "z": invalid type kind 0`,
 		`column "d": DECIMAL(50,2) needs a precision of 1..38`, `column "s": STRUCT without fields`,
 		`column "m": MAP key must be a primitive type, not INTEGER[]`,
 	} {

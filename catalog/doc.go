@@ -12,6 +12,9 @@
 //   - options*.go: the WITH (...) table options, typed, with defaults.
 //   - definition.go: turns a parsed CREATE TABLE into a validated *Table,
 //     reporting every problem at once.
+//   - limits.go: the limits on definitions (type depth, columns, fields,
+//     names), which the parser, the definition checks and ColumnsFromArrow
+//     keep before anything is stored or converted.
 //   - table.go: Table, Column, Schema; a *Table is an immutable snapshot.
 //     Every change (ADD COLUMN) creates a new one with a new schema version,
 //     and every version is kept so that batches written under an old schema
@@ -19,7 +22,10 @@
 //   - store*.go, migrate.go, snapshot.go, exec.go: the durable Catalog, a
 //     SQLite database (modernc.org/sqlite, pure Go) inside the data dir,
 //     with versioned schema migrations; reads are served from an in-memory
-//     copy-on-write snapshot. Exec applies a parsed Statement.
+//     copy-on-write snapshot. Exec applies a parsed Statement. A table
+//     whose stored definition does not load is kept apart (broken.go) so
+//     that one bad definition neither stops the catalog from opening nor
+//     loses its name and ID.
 //
 // SQLite does its own file I/O, so the catalog does not go through the vfs
 // seam that the log uses; crash safety comes from SQLite's WAL with

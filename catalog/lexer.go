@@ -33,22 +33,6 @@ type lexer struct {
 	pos int
 }
 
-// tokenize returns all tokens of src, ending with a tokEOF token.
-func tokenize(src string) ([]token, error) {
-	lx := &lexer{src: src}
-	var toks []token
-	for {
-		tok, err := lx.next()
-		if err != nil {
-			return nil, err
-		}
-		toks = append(toks, tok)
-		if tok.kind == tokEOF {
-			return toks, nil
-		}
-	}
-}
-
 // next returns the next token. It is a dispatcher on the first character.
 func (lx *lexer) next() (token, error) {
 	if err := lx.skipSpaceAndComments(); err != nil {

@@ -17,6 +17,9 @@ import (
 //	               options (resolved, JSON), raw_options (as written, JSON)
 //	table_schemas  (table_id, schema_id) -> columns (JSON), one row per
 //	               version, deleted with the table
+//	tables.lake_created_at (version 2): when the table's lake (Iceberg)
+//	               table was created, 0 if not recorded; a lake table that
+//	               was created and is gone is lost, not new
 //
 // Times are Unix microseconds, UTC.
 var migrations = [][]string{
@@ -45,6 +48,9 @@ var migrations = [][]string{
 			PRIMARY KEY (table_id, schema_id)
 		)`,
 		`INSERT INTO databases (name, created_at) VALUES ('default', 0)`,
+	},
+	{
+		`ALTER TABLE tables ADD COLUMN lake_created_at INTEGER NOT NULL DEFAULT 0`,
 	},
 }
 

@@ -20,44 +20,82 @@ import (
 // SCHEMA is accepted as a synonym of DATABASE. Unquoted identifiers are
 // lower-cased; "double quoted" ones keep their case. Errors are *SyntaxError.
 func Parse(sql string) (Statement, error) {
-	toks, err := tokenize(sql)
-	if err != nil {
-		return nil, err
-	}
-	p := &parser{toks: toks}
+	p := newParser(sql)
 	stmt, err := p.statement()
+	if err == nil {
+		p.acceptPunct(";")
+		if tok := p.peek(); tok.kind != tokEOF {
+			err = p.errAt(tok, "expected end of statement")
+		}
+	}
+	if p.lexErr != nil {
+		return nil, p.lexErr // the text is malformed there: what followed is not a token
+	}
 	if err != nil {
 		return nil, err
-	}
-	p.acceptPunct(";")
-	if tok := p.peek(); tok.kind != tokEOF {
-		return nil, p.errAt(tok, "expected end of statement")
 	}
 	return stmt, nil
 }
 
-// parser is a recursive-descent parser over a token slice.
+// parser is a recursive-descent parser that reads tokens from its lexer as
+// it goes, so that it stops at the first error, or at a limit, having
+// allocated no more than what it read: a statement that nests types
+// 10,000 deep costs no more than one at the limit (limits.go).
 type parser struct {
-	toks []token
-	i    int
+	lx *lexer
+	// ahead are the tokens read and not consumed yet; ahead[0] is the next.
+	ahead []token
+	// lexErr is the lexer's error; the parser sees the end of input there.
+	lexErr error
+	// nest is the number of LIST, STRUCT and MAP types around the type
+	// being parsed; fields counts the fields parsed so far (MaxFields).
+	nest, fields int
 }
 
-func (p *parser) peek() token { return p.toks[p.i] }
+func newParser(src string) *parser { return &parser{lx: &lexer{src: src}} }
+
+func (p *parser) peek() token { return p.peekAt(0) }
 
 // peekAt returns the token n places ahead, or the EOF token.
 func (p *parser) peekAt(n int) token {
-	if p.i+n < len(p.toks) {
-		return p.toks[p.i+n]
+	for len(p.ahead) <= n {
+		if k := len(p.ahead); k > 0 && p.ahead[k-1].kind == tokEOF {
+			return p.ahead[k-1]
+		}
+		tok, err := p.lx.next()
+		if err != nil {
+			p.lexErr = err
+			p.lx.pos = len(p.lx.src)
+			tok = token{kind: tokEOF, pos: p.lx.pos}
+		}
+		p.ahead = append(p.ahead, tok)
 	}
-	return p.toks[len(p.toks)-1]
+	return p.ahead[n]
 }
 
 func (p *parser) next() token {
-	tok := p.toks[p.i]
+	tok := p.peek()
 	if tok.kind != tokEOF {
-		p.i++
+		copy(p.ahead, p.ahead[1:])
+		p.ahead = p.ahead[:len(p.ahead)-1]
 	}
 	return tok
+}
+
+// skip consumes n tokens.
+func (p *parser) skip(n int) {
+	for range n {
+		p.next()
+	}
+}
+
+// countField counts one more field of the statement against MaxFields.
+func (p *parser) countField(at token) error {
+	p.fields++
+	if p.fields > MaxFields {
+		return p.errAt(at, "more than %d fields (columns and their nested fields): that is the limit", MaxFields)
+	}
+	return nil
 }
 
 func (p *parser) errAt(tok token, format string, args ...any) *SyntaxError {
@@ -75,7 +113,7 @@ func (p *parser) acceptKeywords(kws ...string) bool {
 			return false
 		}
 	}
-	p.i += len(kws)
+	p.skip(len(kws))
 	return true
 }
 
@@ -128,6 +166,9 @@ func (p *parser) identList(what string) ([]string, error) {
 			return nil, err
 		}
 		names = append(names, name)
+		if len(names) > maxListItems {
+			return nil, p.errAt(p.peek(), "more than %d names in a list", maxListItems)
+		}
 		if !p.acceptPunct(",") {
 			return names, p.expectPunct(")")
 		}
@@ -213,7 +254,11 @@ func (p *parser) addColumn() (Statement, error) {
 	}
 	p.acceptKeywords("column")
 	s := &AddColumn{Table: name}
+	at := p.peek()
 	if s.Column.Name, err = p.ident("a column name"); err != nil {
+		return nil, err
+	}
+	if err := p.countField(at); err != nil {
 		return nil, err
 	}
 	if s.Column.Type, err = p.parseType(s.Column.Name); err != nil {

@@ -43,7 +43,7 @@ func (p *parser) tableElements(s *CreateTable) error {
 func (p *parser) tableElement(s *CreateTable) error {
 	tok := p.peek()
 	if isKeyword(tok, "primary") && isKeyword(p.peekAt(1), "key") {
-		p.i += 2
+		p.skip(2)
 		if s.PrimaryKey != nil {
 			return p.errAt(tok, "multiple primary keys for table %s", s.Table)
 		}
@@ -58,7 +58,14 @@ func (p *parser) tableElement(s *CreateTable) error {
 func (p *parser) columnDef(s *CreateTable) error {
 	var col Column
 	var err error
+	at := p.peek()
 	if col.Name, err = p.ident("a column name or PRIMARY KEY"); err != nil {
+		return err
+	}
+	if len(s.Columns) == MaxColumns {
+		return p.errAt(at, "more than %d columns: that is the limit", MaxColumns)
+	}
+	if err := p.countField(at); err != nil {
 		return err
 	}
 	if col.Type, err = p.parseType(col.Name); err != nil {
@@ -98,6 +105,9 @@ func (p *parser) partitionSpec() ([]PartitionField, error) {
 			return nil, err
 		}
 		fields = append(fields, f)
+		if len(fields) > maxListItems {
+			return nil, p.errAt(p.peek(), "more than %d partition fields", maxListItems)
+		}
 		if !p.acceptPunct(",") {
 			return fields, p.expectPunct(")")
 		}
@@ -139,6 +149,9 @@ func (p *parser) options() (map[string]string, error) {
 		}
 		p.next()
 		key := strings.ToLower(strings.TrimSpace(tok.val))
+		if len(opts) == maxOptions {
+			return nil, p.errAt(tok, "more than %d options", maxOptions)
+		}
 		if _, dup := opts[key]; dup {
 			return nil, p.errAt(tok, "option %q is given more than once", key)
 		}

@@ -7,18 +7,22 @@ import (
 
 // ParseType parses a type in the grammar of column definitions, e.g.
 // "BIGINT", "decimal(10, 2)", "VARCHAR[]", "STRUCT(a INT, b MAP(TEXT, DOUBLE))".
+//
+// The type must keep to MaxTypeDepth and MaxFields; the parser stops where
+// it breaks them.
 func ParseType(s string) (Type, error) {
-	toks, err := tokenize(s)
-	if err != nil {
-		return Type{}, err
-	}
-	p := &parser{toks: toks}
+	p := newParser(s)
 	t, err := p.parseType("")
+	if err == nil {
+		if tok := p.peek(); tok.kind != tokEOF {
+			err = p.errAt(tok, "expected end of type")
+		}
+	}
+	if p.lexErr != nil {
+		return Type{}, p.lexErr
+	}
 	if err != nil {
 		return Type{}, err
-	}
-	if tok := p.peek(); tok.kind != tokEOF {
-		return Type{}, p.errAt(tok, "expected end of type")
 	}
 	return t, nil
 }
@@ -47,14 +51,43 @@ func (p *parser) parseType(col string) (Type, error) {
 	if err != nil {
 		return Type{}, err
 	}
-	for p.acceptPunct("[") {
+	depth := -1 // of t within the whole type, once there is a suffix
+	for {
+		tok := p.peek()
+		if !p.acceptPunct("[") {
+			return t, nil
+		}
+		if depth < 0 {
+			depth = p.nest + typeDepth(t)
+		}
+		if depth++; depth > MaxTypeDepth {
+			return Type{}, p.errAt(tok, "%s", errTooDeep(col))
+		}
+		if err := p.countField(tok); err != nil {
+			return Type{}, err
+		}
 		if err := p.expectPunct("]"); err != nil {
 			return Type{}, err
 		}
 		t = ListOf(t)
 	}
-	return t, nil
 }
+
+// enterNested counts a LIST, STRUCT or MAP type starting at tok around
+// what is parsed until leaveNested, and its n child fields.
+func (p *parser) enterNested(tok token, col string, n int) error {
+	if p.nest++; p.nest > MaxTypeDepth {
+		return p.errAt(tok, "%s", errTooDeep(col))
+	}
+	for range n {
+		if err := p.countField(tok); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *parser) leaveNested() { p.nest-- }
 
 // baseType is a dispatcher on the type name.
 func (p *parser) baseType(col string) (Type, error) {
@@ -74,11 +107,11 @@ func (p *parser) baseType(col string) (Type, error) {
 	case lengthTypes[name]:
 		return Prim(KindVarchar), p.ignoredLength()
 	case name == "list":
-		return p.listType(col)
+		return p.listType(tok, col)
 	case name == "struct":
-		return p.structType(col)
+		return p.structType(tok, col)
 	case name == "map":
-		return p.mapType(col)
+		return p.mapType(tok, col)
 	default:
 		if k, ok := simpleTypes[name]; ok {
 			return Prim(k), nil
@@ -156,7 +189,11 @@ func (p *parser) number(what string) (int, error) {
 	return n, nil
 }
 
-func (p *parser) listType(col string) (Type, error) {
+func (p *parser) listType(tok token, col string) (Type, error) {
+	if err := p.enterNested(tok, col, 1); err != nil {
+		return Type{}, err
+	}
+	defer p.leaveNested()
 	if err := p.expectPunct("("); err != nil {
 		return Type{}, err
 	}
@@ -167,7 +204,11 @@ func (p *parser) listType(col string) (Type, error) {
 	return ListOf(elem), p.expectPunct(")")
 }
 
-func (p *parser) mapType(col string) (Type, error) {
+func (p *parser) mapType(tok token, col string) (Type, error) {
+	if err := p.enterNested(tok, col, 2); err != nil {
+		return Type{}, err
+	}
+	defer p.leaveNested()
 	if err := p.expectPunct("("); err != nil {
 		return Type{}, err
 	}
@@ -190,7 +231,11 @@ func (p *parser) mapType(col string) (Type, error) {
 }
 
 // structType parses (name TYPE, ...) after STRUCT.
-func (p *parser) structType(col string) (Type, error) {
+func (p *parser) structType(start token, col string) (Type, error) {
+	if err := p.enterNested(start, col, 0); err != nil {
+		return Type{}, err
+	}
+	defer p.leaveNested()
 	if err := p.expectPunct("("); err != nil {
 		return Type{}, err
 	}
@@ -204,6 +249,9 @@ func (p *parser) structType(col string) (Type, error) {
 		}
 		if seen[name] {
 			return Type{}, p.errAt(tok, "STRUCT field %q is defined more than once", name)
+		}
+		if err := p.countField(tok); err != nil {
+			return Type{}, err
 		}
 		seen[name] = true
 		t, err := p.parseType(strings.TrimPrefix(col+"."+name, "."))

@@ -13,14 +13,49 @@ type snapshot struct {
 	dbs    map[string]bool
 	byID   map[int64]*Table
 	byName map[TableName]*Table
+	// broken are the tables whose stored definition did not load, by ID.
+	broken map[int64]BrokenTable
 }
 
 func newSnapshot() *snapshot {
-	return &snapshot{dbs: map[string]bool{}, byID: map[int64]*Table{}, byName: map[TableName]*Table{}}
+	return &snapshot{dbs: map[string]bool{}, byID: map[int64]*Table{}, byName: map[TableName]*Table{}, broken: map[int64]BrokenTable{}}
 }
 
 func (s *snapshot) clone() *snapshot {
-	return &snapshot{dbs: maps.Clone(s.dbs), byID: maps.Clone(s.byID), byName: maps.Clone(s.byName)}
+	return &snapshot{dbs: maps.Clone(s.dbs), byID: maps.Clone(s.byID), byName: maps.Clone(s.byName), broken: maps.Clone(s.broken)}
+}
+
+// putBroken records that t's stored definition did not load, and why.
+// Only for a snapshot not yet published.
+func (s *snapshot) putBroken(t *Table, err error) {
+	s.broken[t.ID] = BrokenTable{ID: t.ID, DB: t.DB, Name: t.Name, Err: err}
+}
+
+// brokenNamed finds a broken table by name as lookup finds tables:
+// exactly, else the one that differs only in case.
+func (s *snapshot) brokenNamed(db, name string) (BrokenTable, bool) {
+	var match BrokenTable
+	n := 0
+	for _, b := range s.broken {
+		if b.DB == db && b.Name == name {
+			return b, true
+		}
+		if b.DB == db && strings.EqualFold(b.Name, name) {
+			match, n = b, n+1
+		}
+	}
+	return match, n == 1
+}
+
+// brokenOf returns the broken tables of db.
+func (s *snapshot) brokenOf(db string) []BrokenTable {
+	var out []BrokenTable
+	for _, b := range s.broken {
+		if b.DB == db {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // putTable adds or replaces t. Only for a snapshot not yet published.
@@ -33,6 +68,7 @@ func (s *snapshot) putTable(t *Table) {
 func (s *snapshot) deleteTable(t *Table) {
 	delete(s.byID, t.ID)
 	delete(s.byName, TableName{DB: t.DB, Name: t.Name})
+	delete(s.broken, t.ID)
 }
 
 // tablesOf returns the tables of db sorted by name.

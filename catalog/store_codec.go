@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -117,22 +118,27 @@ func micros(t time.Time) int64 { return t.UnixMicro() }
 
 func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
-// loadSnapshot reads the whole catalog.
+// loadSnapshot reads the whole catalog. A table whose stored definition
+// cannot be decoded, or breaks the limits the parser keeps (a type nested
+// deeper than MaxTypeDepth, saved by an older release), does not stop the
+// load: it goes to the snapshot's broken tables, which callers report and
+// DROP TABLE removes. Only a catalog that cannot be read at all fails.
 func loadSnapshot(ctx context.Context, db *sql.DB) (*snapshot, error) {
 	s := newSnapshot()
 	if err := loadDatabases(ctx, db, s); err != nil {
 		return nil, err
 	}
-	tables, err := loadTables(ctx, db)
+	tables, err := loadTables(ctx, db, s)
 	if err != nil {
 		return nil, err
 	}
-	if err := loadSchemas(ctx, db, tables); err != nil {
+	if err := loadSchemas(ctx, db, tables, s); err != nil {
 		return nil, err
 	}
 	for _, t := range tables {
 		if len(t.schemas) != int(t.SchemaID)+1 {
-			return nil, fmt.Errorf("table %q: has %d schema versions, current is %d", t.FullName(), len(t.schemas), t.SchemaID)
+			s.putBroken(t, fmt.Errorf("has %d schema versions, current is %d", len(t.schemas), t.SchemaID))
+			continue
 		}
 		t.Columns = t.schemas[t.SchemaID].Columns
 		s.putTable(t)
@@ -156,9 +162,11 @@ func loadDatabases(ctx context.Context, db *sql.DB, s *snapshot) error {
 	return rows.Err()
 }
 
-func loadTables(ctx context.Context, db *sql.DB) (map[int64]*Table, error) {
+// loadTables reads the tables rows; one that does not decode goes to s's
+// broken tables.
+func loadTables(ctx context.Context, db *sql.DB, s *snapshot) (map[int64]*Table, error) {
 	rows, err := db.QueryContext(ctx, `SELECT id, db, name, schema_id, primary_key,
-		partition_spec, options, raw_options, created_at FROM tables`)
+		partition_spec, options, raw_options, created_at, lake_created_at FROM tables`)
 	if err != nil {
 		return nil, fmt.Errorf("read tables: %w", err)
 	}
@@ -167,29 +175,48 @@ func loadTables(ctx context.Context, db *sql.DB) (map[int64]*Table, error) {
 	for rows.Next() {
 		t, err := scanTable(rows)
 		if err != nil {
-			return nil, fmt.Errorf("read tables: %w", err)
+			var de *decodeError
+			if !errors.As(err, &de) {
+				return nil, fmt.Errorf("read tables: %w", err)
+			}
+			s.putBroken(t, de.err)
+			continue
 		}
 		tables[t.ID] = t
 	}
 	return tables, rows.Err()
 }
 
-// scanTable decodes one tables row (everything but the schemas).
+// decodeError is a stored value of one table that does not decode.
+type decodeError struct{ err error }
+
+func (e *decodeError) Error() string { return e.err.Error() }
+func (e *decodeError) Unwrap() error { return e.err }
+
+// scanTable decodes one tables row (everything but the schemas). A row
+// that scans but does not decode returns its table (ID and names) with a
+// *decodeError.
 func scanTable(rows *sql.Rows) (*Table, error) {
 	var t Table
 	var pk, part, opts, raw string
-	var created int64
-	if err := rows.Scan(&t.ID, &t.DB, &t.Name, &t.SchemaID, &pk, &part, &opts, &raw, &created); err != nil {
+	var created, lakeCreated int64
+	if err := rows.Scan(&t.ID, &t.DB, &t.Name, &t.SchemaID, &pk, &part, &opts, &raw, &created, &lakeCreated); err != nil {
 		return nil, err
 	}
 	if err := t.decodeRow(pk, part, opts, raw); err != nil {
-		return nil, fmt.Errorf("table %q: %w", t.FullName(), err)
+		return &t, &decodeError{err}
 	}
 	t.CreatedAt = fromMicros(created)
+	if lakeCreated != 0 {
+		t.LakeCreatedAt = fromMicros(lakeCreated)
+	}
 	return &t, nil
 }
 
-func loadSchemas(ctx context.Context, db *sql.DB, tables map[int64]*Table) error {
+// loadSchemas reads every table's schema versions; a table with one that
+// does not decode, or is out of sequence, moves from tables to s's broken
+// tables.
+func loadSchemas(ctx context.Context, db *sql.DB, tables map[int64]*Table, s *snapshot) error {
 	rows, err := db.QueryContext(ctx, `SELECT table_id, schema_id, columns, created_at
 		FROM table_schemas ORDER BY table_id, schema_id`)
 	if err != nil {
@@ -204,12 +231,19 @@ func loadSchemas(ctx context.Context, db *sql.DB, tables map[int64]*Table) error
 			return fmt.Errorf("read table schemas: %w", err)
 		}
 		t := tables[id]
-		if t == nil || int(sid) != len(t.schemas) {
-			return fmt.Errorf("table schema %d/%d: no table or out of sequence", id, sid)
+		if t == nil {
+			continue // a broken table's, or an orphan row: no table to load
+		}
+		if int(sid) != len(t.schemas) {
+			s.putBroken(t, fmt.Errorf("schema version %d is out of sequence", sid))
+			delete(tables, id)
+			continue
 		}
 		columns, err := decodeColumns(cols)
 		if err != nil {
-			return fmt.Errorf("table %q schema %d: %w", t.FullName(), sid, err)
+			s.putBroken(t, fmt.Errorf("schema version %d: %w", sid, err))
+			delete(tables, id)
+			continue
 		}
 		t.schemas = append(t.schemas, newSchema(sid, columns, fromMicros(created)))
 	}

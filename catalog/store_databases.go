@@ -16,8 +16,8 @@ func (c *Catalog) CreateDatabase(ctx context.Context, name string, ifNotExists b
 
 // createDatabase reports whether it created the database.
 func (c *Catalog) createDatabase(ctx context.Context, name string, ifNotExists bool) (bool, error) {
-	if name == "" {
-		return false, invalidf("database name is empty")
+	if err := checkObjectName("database", name); err != nil {
+		return false, fmt.Errorf("create database: %w", err)
 	}
 	snap, err := c.lockWrite()
 	if err != nil {
@@ -70,6 +70,9 @@ func (c *Catalog) dropDatabase(ctx context.Context, name string, ifExists, casca
 		return nil, false, fmt.Errorf("database %q does not exist: %w", name, ErrDatabaseNotFound)
 	}
 	tables := snap.tablesOf(name)
+	for _, b := range snap.brokenOf(name) {
+		tables = append(tables, b.stub())
+	}
 	if len(tables) > 0 && !cascade {
 		return nil, false, fmt.Errorf("database %q is not empty (%d tables; use CASCADE to drop them too): %w",
 			name, len(tables), ErrDatabaseNotEmpty)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -44,6 +45,9 @@ func (c *Catalog) createTable(ctx context.Context, s *CreateTable) (*Table, bool
 			return old, false, nil
 		}
 		return nil, false, fmt.Errorf("table %q already exists: %w", t.FullName(), ErrTableExists)
+	}
+	if b, ok := snap.brokenNamed(t.DB, t.Name); ok && b.Name == t.Name {
+		return nil, false, fmt.Errorf("table %q already exists, and its definition cannot be loaded (%v); drop it first: %w", t.FullName(), b.Err, ErrTableExists)
 	}
 	t.CreatedAt = c.now()
 	t.schemas[0].CreatedAt = t.CreatedAt
@@ -96,6 +100,10 @@ func (c *Catalog) DropTable(ctx context.Context, db, name string, ifExists bool)
 	}
 	defer c.writeMu.Unlock()
 	t, err := snap.lookup(db, name)
+	if errors.Is(err, ErrDefinitionBroken) {
+		b, _ := snap.brokenNamed(db, name)
+		t, err = b.stub(), nil
+	}
 	if err != nil {
 		if ifExists {
 			return nil, nil
@@ -135,6 +143,9 @@ func (c *Catalog) AddColumn(ctx context.Context, db, table string, col Column) (
 	if slices.ContainsFunc(old.Columns, func(c Column) bool { return strings.EqualFold(c.Name, col.Name) }) {
 		return nil, fmt.Errorf("column %q already exists in table %q: %w", col.Name, old.FullName(), ErrColumnExists)
 	}
+	if err := checkWidth(quoteName(old.FullName()), append(slices.Clip(old.Columns), col)); err != nil {
+		return nil, fmt.Errorf("add column %q to table %q: %w", col.Name, old.FullName(), err)
+	}
 	t := old.withColumn(col, c.now())
 	err = c.inTx(ctx, func(tx *sql.Tx) error {
 		if err := insertSchema(ctx, tx, t.ID, t.schemas[t.SchemaID]); err != nil {
@@ -150,6 +161,38 @@ func (c *Catalog) AddColumn(ctx context.Context, db, table string, col Column) (
 	next.putTable(t)
 	c.state.Store(next)
 	return t, nil
+}
+
+// SetLakeCreated records that the lake (Iceberg) table of table id exists,
+// once: from then on its disappearance is a loss, not a table to create
+// anew (the tiering service refuses to re-create it). It returns the
+// table with LakeCreatedAt set.
+func (c *Catalog) SetLakeCreated(ctx context.Context, id int64) (*Table, error) {
+	snap, err := c.lockWrite()
+	if err != nil {
+		return nil, err
+	}
+	defer c.writeMu.Unlock()
+	old := snap.byID[id]
+	if old == nil {
+		return nil, fmt.Errorf("table with id %d does not exist: %w", id, ErrTableNotFound)
+	}
+	if !old.LakeCreatedAt.IsZero() {
+		return old, nil
+	}
+	t := *old
+	t.LakeCreatedAt = c.now()
+	err = c.inTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE tables SET lake_created_at = ? WHERE id = ?`, micros(t.LakeCreatedAt), id)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("record the lake table of %q: %w", t.FullName(), err)
+	}
+	next := snap.clone()
+	next.putTable(&t)
+	c.state.Store(next)
+	return &t, nil
 }
 
 func checkNewColumn(col Column) error {
@@ -185,6 +228,9 @@ func (c *Catalog) TableByID(ctx context.Context, id int64) (*Table, error) {
 	}
 	if t := snap.byID[id]; t != nil {
 		return t, nil
+	}
+	if b, ok := snap.broken[id]; ok {
+		return nil, b.error()
 	}
 	return nil, fmt.Errorf("table with id %d does not exist: %w", id, ErrTableNotFound)
 }
@@ -232,6 +278,9 @@ func (s *snapshot) lookup(db, name string) (*Table, error) {
 	}
 	if match != nil {
 		return match, nil
+	}
+	if b, ok := s.brokenNamed(db, name); ok {
+		return nil, b.error()
 	}
 	if !s.dbs[db] {
 		return nil, fmt.Errorf("database %q does not exist: %w", db, ErrDatabaseNotFound)

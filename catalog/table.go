@@ -90,6 +90,11 @@ type Table struct {
 	RawOptions map[string]string
 	SchemaID   int32 // the current schema version, starting at 0
 	CreatedAt  time.Time
+	// LakeCreatedAt is when the table's lake table was created, as the
+	// tiering service recorded it (SetLakeCreated); zero if it did not,
+	// or before the catalog recorded it (tables of catalog schema
+	// version 1).
+	LakeCreatedAt time.Time
 
 	schemas []*Schema // every version, index = schema id
 }

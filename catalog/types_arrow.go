@@ -3,6 +3,7 @@ package catalog
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 )
@@ -123,10 +124,29 @@ var arrowIDKinds = map[arrow.Type]Kind{
 }
 
 // TypeFromArrow returns the SQL type for an Arrow type, for creating a table
-// from an ingest's schema. See the mapping above for what is accepted.
+// from an ingest's schema. See the mapping above for what is accepted. It
+// stops at MaxTypeDepth levels of nesting and MaxFields fields.
 func TypeFromArrow(dt arrow.DataType) (Type, error) {
+	c := arrowConv{fields: MaxFields}
+	return c.typeOf(dt, 0)
+}
+
+// arrowConv converts Arrow types within the limits: fields is what is
+// left of MaxFields.
+type arrowConv struct{ fields int }
+
+// typeOf converts dt, nested in level LIST, STRUCT and MAP types.
+func (c *arrowConv) typeOf(dt arrow.DataType, level int) (Type, error) {
 	if k, ok := arrowIDKinds[dt.ID()]; ok {
 		return Type{Kind: k}, nil
+	}
+	if n := childCount(dt); n >= 0 {
+		if level >= MaxTypeDepth {
+			return Type{}, invalidf("the Arrow type nests lists, structs and maps deeper than the limit of %d levels", MaxTypeDepth)
+		}
+		if err := c.take(n); err != nil {
+			return Type{}, err
+		}
 	}
 	switch dt := dt.(type) {
 	case *arrow.TimestampType:
@@ -141,14 +161,14 @@ func TypeFromArrow(dt arrow.DataType) (Type, error) {
 		}
 		return Decimal(int(dt.GetPrecision()), int(dt.GetScale())), nil
 	case *arrow.DictionaryType:
-		return TypeFromArrow(dt.ValueType)
+		return c.typeOf(dt.ValueType, level)
 	case *arrow.MapType:
-		return mapFromArrow(dt)
+		return c.mapOf(dt, level)
 	case arrow.ListLikeType:
-		elem, err := TypeFromArrow(dt.Elem())
+		elem, err := c.typeOf(dt.Elem(), level+1)
 		return ListOf(elem), err
 	case *arrow.StructType:
-		return structFromArrow(dt)
+		return c.structOf(dt, level)
 	}
 	if dt.ID() == arrow.UINT64 {
 		return Decimal(20, 0), nil
@@ -156,24 +176,49 @@ func TypeFromArrow(dt arrow.DataType) (Type, error) {
 	return Type{}, invalidf("unsupported Arrow type %s", dt)
 }
 
-func mapFromArrow(dt *arrow.MapType) (Type, error) {
-	k, err := TypeFromArrow(dt.KeyType())
+// childCount is the child fields of the LIST, STRUCT or MAP that dt
+// becomes, as MaxFields counts them; -1 for other types.
+func childCount(dt arrow.DataType) int {
+	switch dt := dt.(type) {
+	case *arrow.MapType: // before ListLikeType, which it also is
+		return 2
+	case arrow.ListLikeType:
+		return 1
+	case *arrow.StructType:
+		return dt.NumFields()
+	}
+	return -1
+}
+
+// errFieldsExhausted ends a conversion: the schema is too wide to go on.
+var errFieldsExhausted = invalidf("the Arrow schema has more than %d fields (columns and their nested fields): that is the limit", MaxFields)
+
+// take counts n more fields against MaxFields.
+func (c *arrowConv) take(n int) error {
+	if c.fields -= n; c.fields < 0 {
+		return errFieldsExhausted
+	}
+	return nil
+}
+
+func (c *arrowConv) mapOf(dt *arrow.MapType, level int) (Type, error) {
+	k, err := c.typeOf(dt.KeyType(), level+1)
 	if err != nil {
 		return Type{}, err
 	}
-	v, err := TypeFromArrow(dt.ItemType())
+	v, err := c.typeOf(dt.ItemType(), level+1)
 	if err != nil {
 		return Type{}, err
 	}
 	return MapOf(k, v), nil
 }
 
-func structFromArrow(dt *arrow.StructType) (Type, error) {
+func (c *arrowConv) structOf(dt *arrow.StructType, level int) (Type, error) {
 	fields := make([]StructField, dt.NumFields())
 	for i, f := range dt.Fields() {
-		t, err := TypeFromArrow(f.Type)
+		t, err := c.typeOf(f.Type, level+1)
 		if err != nil {
-			return Type{}, fmt.Errorf("struct field %q: %w", f.Name, err)
+			return Type{}, fmt.Errorf("struct field %s: %w", quoteName(f.Name), err)
 		}
 		fields[i] = StructField{Name: f.Name, Type: t}
 	}
@@ -182,17 +227,39 @@ func structFromArrow(dt *arrow.StructType) (Type, error) {
 
 // ColumnsFromArrow returns the columns for an Arrow schema (an ingest in
 // "create" mode): one column per field, NOT NULL where the field is not
-// nullable. Every unsupported field is reported.
+// nullable. It checks what CREATE TABLE checks of columns (the limits, the
+// names, repeated names), so that a caller can check a schema before it
+// drops the table the schema would replace. Every problem is reported.
 func ColumnsFromArrow(s *arrow.Schema) ([]Column, error) {
+	if s.NumFields() > MaxColumns {
+		return nil, invalidf("the Arrow schema has %d columns; the limit is %d", s.NumFields(), MaxColumns)
+	}
+	c := arrowConv{fields: MaxFields}
 	cols := make([]Column, 0, s.NumFields())
 	var errs []error
+	seen := make(map[string]bool, s.NumFields())
 	for _, f := range s.Fields() {
-		t, err := TypeFromArrow(f.Type)
+		if err := c.take(1); err != nil {
+			return nil, err
+		}
+		t, err := c.typeOf(f.Type, 0)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("column %q: %w", f.Name, err))
+			if errors.Is(err, errFieldsExhausted) {
+				return nil, err
+			}
+			errs = append(errs, fmt.Errorf("column %s: %w", quoteName(f.Name), err))
 			continue
 		}
-		cols = append(cols, Column{Name: f.Name, Type: t, NotNull: !f.Nullable})
+		col := Column{Name: f.Name, Type: t, NotNull: !f.Nullable}
+		if err := checkColumn(col); err != nil {
+			errs = append(errs, err)
+		}
+		key := strings.ToLower(f.Name)
+		if seen[key] {
+			errs = append(errs, invalidf("column %s is defined more than once (names differ only in case)", quoteName(f.Name)))
+		}
+		seen[key] = true
+		cols = append(cols, col)
 	}
 	return cols, errors.Join(errs...)
 }

@@ -37,6 +37,11 @@ func toStatus(err error) error {
 		code = codes.Canceled
 	case errors.Is(err, context.DeadlineExceeded):
 		code = codes.DeadlineExceeded
+	case errors.Is(err, tables.ErrQuarantined), errors.Is(err, catalog.ErrDefinitionBroken),
+		errors.Is(err, tables.ErrDirExists):
+		// The table (or the new table's directory) needs an operator;
+		// retrying does not help until then.
+		code = codes.FailedPrecondition
 	case errors.Is(err, catalog.ErrTableNotFound), errors.Is(err, catalog.ErrDatabaseNotFound),
 		errors.Is(err, scan.ErrTableNotFound), errors.Is(err, errUnknownHandle):
 		code = codes.NotFound

@@ -4,20 +4,33 @@ import (
 	"context"
 	"fmt"
 	"html/template"
+	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/lakestream/lakestream/catalog"
 )
 
 // httpHandler serves /metrics (Prometheus), /healthz and a status page.
+//
+// /metrics answers what it can: every table has a label value of its own
+// (tableLabels), a metric that cannot be built is reported to the
+// registry (prometheus.NewInvalidMetric) rather than panicking in a
+// collector, and the handler continues past such errors, logging them,
+// instead of answering 500 for all metrics because of one.
 func (n *Node) httpHandler() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&logCollector{n: n}, &lakeCollector{n: n}, &cacheCollector{n: n})
+		&logCollector{n: n}, &lakeCollector{n: n}, &cacheCollector{n: n}, &healthCollector{n: n})
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorHandling: promhttp.ContinueOnError,
+		ErrorLog:      promLog{n.cfg.Logger},
+	}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/{$}", n.statusPage)
 	return mux
@@ -43,12 +56,33 @@ func (c *logCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *logCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, row := range c.n.bucketRows(context.Background()) {
 		labels := []string{row.Table, fmt.Sprint(row.Bucket)}
-		ch <- prometheus.MustNewConstMetric(descCommitted, prometheus.GaugeValue, float64(row.Committed), labels...)
-		ch <- prometheus.MustNewConstMetric(descStart, prometheus.GaugeValue, float64(row.Start), labels...)
-		ch <- prometheus.MustNewConstMetric(descBytes, prometheus.GaugeValue, float64(row.Bytes), labels...)
-		ch <- prometheus.MustNewConstMetric(descSegments, prometheus.GaugeValue, float64(row.Segments), labels...)
+		gauge(ch, descCommitted, float64(row.Committed), labels...)
+		gauge(ch, descStart, float64(row.Start), labels...)
+		gauge(ch, descBytes, float64(row.Bytes), labels...)
+		gauge(ch, descSegments, float64(row.Segments), labels...)
 	}
 }
+
+// metric sends one metric, or, if it cannot be built (a label value that
+// is not UTF-8), an invalid metric carrying the error, which the registry
+// reports and the handler logs: MustNewConstMetric would panic in the
+// registry's collecting goroutine and take the process down.
+func metric(ch chan<- prometheus.Metric, d *prometheus.Desc, typ prometheus.ValueType, v float64, labels ...string) {
+	m, err := prometheus.NewConstMetric(d, typ, v, labels...)
+	if err != nil {
+		m = prometheus.NewInvalidMetric(d, err)
+	}
+	ch <- m
+}
+
+func gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64, labels ...string) {
+	metric(ch, d, prometheus.GaugeValue, v, labels...)
+}
+
+// promLog is the handler's error log.
+type promLog struct{ l *slog.Logger }
+
+func (p promLog) Println(v ...any) { p.l.Warn("metrics: " + fmt.Sprint(v...)) }
 
 var (
 	descTiered     = prometheus.NewDesc("lakestream_lake_tiered_offset", "First offset of the bucket not yet in the lake (Iceberg).", []string{"table", "bucket"}, nil)
@@ -74,26 +108,104 @@ func (c *lakeCollector) Collect(ch chan<- prometheus.Metric) {
 	if c.n.lake == nil {
 		return
 	}
-	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
-	}
+	labels := c.n.tableLabels(context.Background())
 	for _, st := range c.n.lake.Status() {
-		b := fmt.Sprint(st.Bucket)
-		gauge(descTiered, float64(st.TieredOffset), st.Table, b)
-		gauge(descLogEnd, float64(st.LogEnd), st.Table, b)
-		gauge(descLagRows, float64(st.LagRows), st.Table, b)
-		gauge(descLagSeconds, st.Lag.Seconds(), st.Table, b)
+		table, b := labels.of(st.TableID, st.Table), fmt.Sprint(st.Bucket)
+		gauge(ch, descTiered, float64(st.TieredOffset), table, b)
+		gauge(ch, descLogEnd, float64(st.LogEnd), table, b)
+		gauge(ch, descLagRows, float64(st.LagRows), table, b)
+		gauge(ch, descLagSeconds, st.Lag.Seconds(), table, b)
 		if st.Bucket == 0 {
-			ch <- prometheus.MustNewConstMetric(descRounds, prometheus.CounterValue, float64(st.Rounds), st.Table)
-			ch <- prometheus.MustNewConstMetric(descRowsTiered, prometheus.CounterValue, float64(st.RowsTiered), st.Table)
-			gauge(descCommitSecs, st.LastCommit.Seconds(), st.Table)
+			metric(ch, descRounds, prometheus.CounterValue, float64(st.Rounds), table)
+			metric(ch, descRowsTiered, prometheus.CounterValue, float64(st.RowsTiered), table)
+			gauge(ch, descCommitSecs, st.LastCommit.Seconds(), table)
 			failing := 0.0
 			if st.LastError != "" {
 				failing = 1
 			}
-			gauge(descRoundFails, failing, st.Table)
+			gauge(ch, descRoundFails, failing, table)
 		}
 	}
+}
+
+var (
+	descQuarantined = prometheus.NewDesc("lakestream_table_quarantined", "1 for each table the node could not open at start-up, or whose lake is lost: its reads and writes are refused; the status page and the log say why.", []string{"table", "part"}, nil)
+	descOrphans     = prometheus.NewDesc("lakestream_orphan_table_dirs", "Table data directories without a catalog entry, found at start-up: kept, never deleted (see the status page).", nil, nil)
+)
+
+// healthCollector reports what start-up could not open or account for.
+type healthCollector struct{ n *Node }
+
+func (c *healthCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descQuarantined
+	ch <- descOrphans
+}
+
+func (c *healthCollector) Collect(ch chan<- prometheus.Metric) {
+	labels := c.n.tableLabels(context.Background())
+	for _, q := range c.n.store.Quarantined() {
+		gauge(ch, descQuarantined, 1, labels.of(q.ID, q.Table), string(q.Part))
+	}
+	gauge(ch, descOrphans, float64(len(c.n.store.Orphans())))
+}
+
+// labelSet maps table ids to their "table" label values.
+type labelSet map[int64]string
+
+// of is table id's label, or name for a table not in the set (one
+// created since the set was made).
+func (l labelSet) of(id int64, name string) string {
+	if v, ok := l[id]; ok {
+		return v
+	}
+	return name
+}
+
+// tableLabels gives every table of the catalog, loaded or broken, a label
+// value of its own: "db.name", or, where tables of a catalog written before
+// the name rules (catalog/limits.go) share one (`"default.x".t` and
+// `default."x.t"` are both "default.x.t"), the quoted spelling
+// (catalog.TableName.String), which is unambiguous, and failing that (a
+// quoted spelling equal to another's plain name) the id after it. Two
+// series with the same labels would make the whole scrape fail.
+func (n *Node) tableLabels(ctx context.Context) labelSet {
+	type named struct {
+		id   int64
+		name catalog.TableName
+	}
+	var all []named
+	if defs, err := n.cat.AllTables(ctx); err == nil {
+		for _, d := range defs {
+			all = append(all, named{d.ID, catalog.TableName{DB: d.DB, Name: d.Name}})
+		}
+	}
+	if broken, err := n.cat.BrokenTables(ctx); err == nil {
+		for _, b := range broken {
+			all = append(all, named{b.ID, catalog.TableName{DB: b.DB, Name: b.Name}})
+		}
+	}
+	count := map[string]int{}
+	for _, t := range all {
+		count[t.name.DB+"."+t.name.Name]++
+	}
+	labels := make(labelSet, len(all))
+	used := map[string]bool{}
+	for _, t := range all {
+		if full := t.name.DB + "." + t.name.Name; count[full] == 1 {
+			labels[t.id], used[full] = full, true
+		}
+	}
+	for _, t := range all {
+		if _, ok := labels[t.id]; ok {
+			continue
+		}
+		v := t.name.String()
+		if used[v] {
+			v += "#" + strconv.FormatInt(t.id, 10)
+		}
+		labels[t.id], used[v] = v, true
+	}
+	return labels
 }
 
 var (
@@ -131,6 +243,7 @@ func (n *Node) bucketRows(ctx context.Context) []bucketRow {
 	if err != nil {
 		return nil
 	}
+	labels := n.tableLabels(ctx)
 	var rows []bucketRow
 	for _, d := range defs {
 		t, err := n.store.ByID(ctx, d.ID)
@@ -139,7 +252,7 @@ func (n *Node) bucketRows(ctx context.Context) []bucketRow {
 		}
 		for b := 0; b < t.Log().Buckets(); b++ {
 			st := t.Log().Bucket(b).Stats()
-			rows = append(rows, bucketRow{d.FullName(), b, st.Start, st.Committed, st.Bytes, st.Segments})
+			rows = append(rows, bucketRow{labels.of(d.ID, d.FullName()), b, st.Start, st.Committed, st.Bytes, st.Segments})
 		}
 	}
 	return rows
@@ -156,12 +269,25 @@ var statusTmpl = template.Must(template.New("status").Parse(`<!doctype html>
 <h2>Lake</h2>
 <table><tr><th>table</th><th>bucket</th><th>tiered offset</th><th>log end</th><th>lag rows</th><th>lag</th><th>rounds</th><th>last error</th></tr>
 {{range .Lake}}<tr><td>{{.Table}}</td><td>{{.Bucket}}</td><td>{{.TieredOffset}}</td><td>{{.LogEnd}}</td><td>{{.LagRows}}</td><td>{{.Lag}}</td><td>{{.Rounds}}</td><td>{{.LastError}}</td></tr>
-{{else}}<tr><td colspan="8">no table tiers into the lake</td></tr>{{end}}</table></body></html>`))
+{{else}}<tr><td colspan="8">no table tiers into the lake</td></tr>{{end}}</table>
+<h2>Quarantined tables</h2>
+<p>Tables the node could not open at start-up, or whose lake is lost: reads and writes of them are refused. Repair the cause and restart, or drop the table.</p>
+<table><tr><th>table</th><th>part</th><th>reason</th></tr>
+{{range .Quarantined}}<tr><td>{{.Table}}</td><td>{{.Part}}</td><td style="text-align:left">{{.Err}}</td></tr>
+{{else}}<tr><td colspan="3">none</td></tr>{{end}}</table>
+<h2>Data directories without a table</h2>
+<p>Kept, never deleted: they cannot be proven garbage (a lost catalog looks the same). See docs/architecture.md, Start-up.</p>
+<table><tr><th>directory</th></tr>
+{{range .Orphans}}<tr><td>{{.Dir}}</td></tr>
+{{else}}<tr><td>none</td></tr>{{end}}</table></body></html>`))
 
 func (n *Node) statusPage(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	statusTmpl.Execute(w, map[string]any{
+	err := statusTmpl.Execute(w, map[string]any{
 		"Version": n.cfg.Version, "Addr": n.Addr(), "DataDir": n.cfg.DataDir, "Rows": n.bucketRows(r.Context()),
-		"Lake": n.lake.Status(),
+		"Lake": n.lake.Status(), "Quarantined": n.store.Quarantined(), "Orphans": n.store.Orphans(),
 	})
+	if err != nil {
+		n.cfg.Logger.Warn("status page", "error", err)
+	}
 }

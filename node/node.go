@@ -68,7 +68,11 @@ func (n *Node) Resolver() scan.Resolver { return Resolver(n.store, n.lake) }
 // catalog and the tiering service over the tables (the lake: it opens or
 // creates the Iceberg table of each table that tiers), the query engine
 // over the union of lake and log, Flight SQL, then the Flight and HTTP
-// listeners. close releases them in reverse.
+// listeners. close releases them in reverse. A table that cannot be opened
+// (its definition, its log or its lake) does not stop the start: it is
+// quarantined (tables.Store.Quarantined) and reported in the log, on the
+// status page and in the metrics, as are data directories without a
+// catalog entry, which are kept.
 func Start(ctx context.Context, cfg Config) (*Node, error) {
 	cfg.EnsureDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -112,6 +116,7 @@ func (n *Node) open(ctx context.Context) error {
 	if n.lake, err = tiering.New(ctx, n.ice, store, cfg.tieringConfig()); err != nil {
 		return err
 	}
+	n.reportStart()
 	if n.engine, err = newEngine(Resolver(store, n.lake), cfg); err != nil {
 		return err
 	}
@@ -129,6 +134,27 @@ func (n *Node) open(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// reportStart logs what start-up could not open or account for, beside
+// the status page and the metrics (lakestream_table_quarantined,
+// lakestream_orphan_table_dirs); each table's own error was logged when it
+// was quarantined.
+func (n *Node) reportStart() {
+	if q := n.store.Quarantined(); len(q) > 0 {
+		names := make([]string, len(q))
+		for i, t := range q {
+			names[i] = t.Table + " (" + string(t.Part) + ")"
+		}
+		n.cfg.Logger.Error("tables quarantined: reads and writes of them are refused; the node serves the others", "tables", names)
+	}
+	if o := n.store.Orphans(); len(o) > 0 {
+		dirs := make([]string, len(o))
+		for i, d := range o {
+			dirs[i] = d.Dir
+		}
+		n.cfg.Logger.Warn("data directories without a catalog entry, kept", "dirs", dirs)
+	}
 }
 
 // Serve serves until ctx ends, then shuts down: new calls are refused,

@@ -36,6 +36,10 @@ type Config struct {
 }
 
 // Store holds the open tables of a node. It is safe for concurrent use.
+//
+// A table the store could not open at start-up is quarantined, not fatal:
+// the node serves the others, and every read and write of it answers
+// ErrQuarantined with the reason (quarantine.go).
 type Store struct {
 	cfg   Config
 	cat   *catalog.Catalog
@@ -43,8 +47,15 @@ type Store struct {
 
 	lake atomic.Pointer[lakeRef] // SetLake
 
-	mu   sync.Mutex
-	open map[int64]*Table
+	// ddl serializes Exec: a DROP renames the directories of the tables it
+	// drops before it changes the catalog (drop.go), so the set of tables
+	// must not change in between.
+	ddl sync.Mutex
+
+	mu          sync.Mutex
+	open        map[int64]*Table
+	quarantined map[int64]Quarantined
+	orphans     []Orphan // found at start-up
 }
 
 // DDLHook is told of each table change once the catalog holds it (the
@@ -68,20 +79,26 @@ func (s *Store) ddlHook() DDLHook {
 	return nil
 }
 
-// Tables returns the open tables.
+// Tables returns the open tables that are not quarantined.
 func (s *Store) Tables() []*Table {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]*Table, 0, len(s.open))
-	for _, t := range s.open {
-		out = append(out, t)
+	for id, t := range s.open {
+		if _, q := s.quarantined[id]; !q {
+			out = append(out, t)
+		}
 	}
 	return out
 }
 
-// Open opens every table of the catalog, recovering its logs, and removes
-// the directories of tables that no longer exist (a DROP TABLE interrupted
-// after its catalog change).
+// Open opens every table of the catalog, recovering its logs. Before
+// that it sweeps the tables directory (quarantine.go): the directories
+// of drops that committed are deleted, those of drops that did not are
+// restored, and directories the catalog has no table for are kept and
+// reported (Orphans), never deleted. A table whose definition does not
+// load, whose log directory is missing or whose log does not open is
+// quarantined (Quarantined) and the others open.
 func Open(ctx context.Context, cat *catalog.Catalog, cfg Config) (*Store, error) {
 	if cfg.Mem == nil {
 		cfg.Mem = memory.DefaultAllocator
@@ -99,7 +116,7 @@ func Open(ctx context.Context, cat *catalog.Catalog, cfg Config) (*Store, error)
 	if cfg.CacheBytes == 0 {
 		cfg.CacheBytes = 1 << 30
 	}
-	s := &Store{cfg: cfg, cat: cat, open: map[int64]*Table{}, cache: NewCache(cfg.CacheBytes)}
+	s := &Store{cfg: cfg, cat: cat, open: map[int64]*Table{}, quarantined: map[int64]Quarantined{}, cache: NewCache(cfg.CacheBytes)}
 	if err := cfg.Log.FS.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open tables: %w", err)
 	}
@@ -107,74 +124,112 @@ func Open(ctx context.Context, cat *catalog.Catalog, cfg Config) (*Store, error)
 	if err != nil {
 		return nil, fmt.Errorf("open tables: %w", err)
 	}
-	for _, def := range defs {
-		if _, err := s.openTable(def); err != nil {
-			s.Close()
-			return nil, err
-		}
+	broken, err := cat.BrokenTables(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open tables: %w", err)
 	}
-	if err := s.removeOrphans(); err != nil {
-		s.Close()
-		return nil, err
+	known := make(map[int64]bool, len(defs)+len(broken))
+	for _, d := range defs {
+		known[d.ID] = true
+	}
+	for _, b := range broken {
+		known[b.ID] = true
+	}
+	if err := s.sweep(known); err != nil {
+		return nil, fmt.Errorf("open tables: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, b := range broken {
+		s.quarantineLocked(b.ID, b.FullName(), PartDefinition, b.Err)
+	}
+	for _, def := range defs {
+		t, err := s.openLog(def, false)
+		if err != nil {
+			s.quarantineLocked(def.ID, def.FullName(), PartLog, err)
+			continue
+		}
+		s.open[def.ID] = t
 	}
 	return s, nil
 }
 
 func (s *Store) dir(id int64) string { return filepath.Join(s.cfg.Dir, strconv.FormatInt(id, 10)) }
 
-func (s *Store) openTable(def *catalog.Table) (*Table, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if t, ok := s.open[def.ID]; ok {
-		// Only forward: a caller that read the catalog before an ADD
-		// COLUMN must not put the older definition back.
-		if def.SchemaID > t.Def().SchemaID {
-			t.setDef(def)
-		}
-		return t, nil
+// openLog opens the log of def: an existing one, whose directory must be
+// there (a table in the catalog has a log, if only an empty one: a
+// missing directory is data lost, not an empty table), or with create a
+// new one, whose directory must not be there yet (an orphan of the same
+// id, left by a lost catalog, is never taken over).
+func (s *Store) openLog(def *catalog.Table, create bool) (*Table, error) {
+	dir := s.dir(def.ID)
+	fi, err := s.cfg.Log.FS.Stat(dir)
+	switch {
+	case create && err == nil:
+		return nil, fmt.Errorf("data directory %s %w, holding data of a table the catalog does not have (an orphan: see docs/architecture.md, Start-up); move it away", dir, ErrDirExists)
+	case create && !errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("data directory %s: %w", dir, err)
+	case create:
+	case errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("log directory %s is missing", dir)
+	case err != nil:
+		return nil, fmt.Errorf("log directory %s: %w", dir, err)
+	case !fi.IsDir():
+		return nil, fmt.Errorf("log directory %s is not a directory", dir)
 	}
 	opts := s.cfg.Log
 	opts.SegmentBytes = def.Options.LogSegmentBytes
-	tl, err := columnarlog.OpenTable(s.dir(def.ID), def.Options.BucketNum, opts)
+	tl, err := columnarlog.OpenTable(dir, def.Options.BucketNum, opts)
 	if err != nil {
-		return nil, fmt.Errorf("open table %s: %w", def.FullName(), err)
+		return nil, err
 	}
 	t := &Table{store: s, log: tl, mem: s.cfg.Mem, cache: s.cache, limit: s.cfg.Limits}
 	t.def.Store(def)
-	s.open[def.ID] = t
 	return t, nil
 }
 
-func (s *Store) removeOrphans() error {
-	names, err := s.cfg.Log.FS.List(s.cfg.Dir)
-	if err != nil {
-		return err
+// ErrDirExists refuses a CREATE TABLE whose directory is there already:
+// an orphan of the same id, left by a lost catalog (which numbers tables
+// from 1 again). It is not the new table's, so nothing of it is removed;
+// the operator moves it away.
+var ErrDirExists = errors.New("exists already")
+
+// opened returns the open table of def, moving its definition forward
+// (only forward: a caller that read the catalog before an ADD COLUMN must
+// not put the older definition back).
+func (s *Store) opened(def *catalog.Table) (*Table, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if q, ok := s.quarantined[def.ID]; ok {
+		return nil, q.error()
 	}
-	for _, n := range names {
-		id, err := strconv.ParseInt(n, 10, 64)
-		if err != nil {
-			continue
-		}
-		s.mu.Lock()
-		_, ok := s.open[id]
-		s.mu.Unlock()
-		if !ok {
-			s.cfg.Logger.Info("removing data of a dropped table", "dir", s.dir(id))
-			if err := s.cfg.Log.FS.RemoveAll(s.dir(id)); err != nil {
-				return err
-			}
-		}
+	t, ok := s.open[def.ID]
+	if !ok {
+		// Only while a CREATE or DROP of it runs (Exec).
+		return nil, fmt.Errorf("table %q is being created or dropped: %w", def.FullName(), catalog.ErrTableNotFound)
 	}
-	return nil
+	if def.SchemaID > t.Def().SchemaID {
+		t.setDef(def)
+	}
+	return t, nil
+}
+
+// catalogErr turns the catalog's error for a table whose definition does
+// not load into the store's: the table is quarantined.
+func catalogErr(err error) error {
+	if errors.Is(err, catalog.ErrDefinitionBroken) {
+		return fmt.Errorf("%w: %w", ErrQuarantined, err)
+	}
+	return err
 }
 
 // Get returns an open table by name; db "" is the default database.
 func (s *Store) Get(ctx context.Context, db, name string) (*Table, error) {
 	def, err := s.cat.Table(ctx, defaultDB(db), name)
 	if err != nil {
-		return nil, err
+		return nil, catalogErr(err)
 	}
-	return s.openTable(def)
+	return s.opened(def)
 }
 
 func defaultDB(db string) string {
@@ -193,48 +248,30 @@ func (s *Store) CacheStats() CacheStats { return s.cache.Stats() }
 // Catalog is the store's catalog.
 func (s *Store) Catalog() *catalog.Catalog { return s.cat }
 
-// Exec applies a DDL statement to the catalog and the table data.
+// Exec applies a DDL statement to the catalog and the table data, one
+// statement at a time.
 func (s *Store) Exec(ctx context.Context, stmt catalog.Statement) error {
+	s.ddl.Lock()
+	defer s.ddl.Unlock()
 	switch st := stmt.(type) {
 	case *catalog.CreateTable:
-		def, err := s.cat.CreateTable(ctx, st)
-		if err != nil || def == nil {
-			return err
-		}
-		if h := s.ddlHook(); h != nil {
-			if err := h.TableCreated(ctx, def); err != nil {
-				_, derr := s.cat.DropTable(context.WithoutCancel(ctx), def.DB, def.Name, true)
-				return errors.Join(fmt.Errorf("create table %s: %w", def.FullName(), err), derr)
-			}
-		}
-		_, err = s.openTable(def)
-		return err
+		return s.createTable(ctx, st)
 	case *catalog.DropTable:
-		def, err := s.cat.DropTable(ctx, st.Table.DB, st.Table.Name, st.IfExists)
-		if err != nil || def == nil {
-			return err
-		}
-		return errors.Join(s.removeTable(def.ID), s.dropped(ctx, def))
+		return s.dropTable(ctx, st)
 	case *catalog.DropDatabase:
-		defs, err := s.cat.DropDatabase(ctx, st.Name, st.IfExists, st.Cascade)
+		return s.dropDatabase(ctx, st)
+	case *catalog.AddColumn:
+		// A quarantined table is not altered: Get refuses it.
+		t, err := s.Get(ctx, st.Table.DB, st.Table.Name)
 		if err != nil {
 			return err
 		}
-		var errs []error
-		for _, def := range defs {
-			errs = append(errs, s.removeTable(def.ID), s.dropped(ctx, def))
-		}
-		if h := s.ddlHook(); h != nil {
-			errs = append(errs, h.DatabaseDropped(ctx, st.Name))
-		}
-		return errors.Join(errs...)
-	case *catalog.AddColumn:
 		def, err := s.cat.AddColumn(ctx, st.Table.DB, st.Table.Name, st.Column)
 		if err != nil {
 			return err
 		}
-		if _, err = s.openTable(def); err != nil {
-			return err
+		if def.SchemaID > t.Def().SchemaID {
+			t.setDef(def)
 		}
 		if h := s.ddlHook(); h != nil {
 			return h.TableAltered(ctx, def)
@@ -246,28 +283,207 @@ func (s *Store) Exec(ctx context.Context, stmt catalog.Statement) error {
 	return fmt.Errorf("unsupported statement %T", stmt)
 }
 
-func (s *Store) dropped(ctx context.Context, def *catalog.Table) error {
+// createTable creates the table in the catalog, then its log, then its
+// lake (the DDL hook); a failure after the catalog change drops it again.
+func (s *Store) createTable(ctx context.Context, st *catalog.CreateTable) error {
+	res, err := s.cat.Exec(ctx, st)
+	if err != nil || res.NoOp {
+		return err
+	}
+	def := res.Table
+	t, err := s.openLog(def, true)
+	if err == nil {
+		s.mu.Lock()
+		s.open[def.ID] = t
+		s.mu.Unlock()
+		if h := s.ddlHook(); h != nil {
+			err = h.TableCreated(ctx, def)
+		}
+	}
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, ErrDirExists) {
+		_, derr := s.cat.DropTable(context.WithoutCancel(ctx), def.DB, def.Name, true)
+		return errors.Join(fmt.Errorf("create table %s: %w", def.FullName(), err), derr)
+	}
+	undo := s.drop(context.WithoutCancel(ctx), []int64{def.ID}, func() ([]*catalog.Table, error) {
+		d, err := s.cat.DropTable(context.WithoutCancel(ctx), def.DB, def.Name, true)
+		if d == nil {
+			return nil, err
+		}
+		return []*catalog.Table{d}, err
+	})
+	return errors.Join(fmt.Errorf("create table %s: %w", def.FullName(), err), undo)
+}
+
+// dropTable drops one table (drop has the protocol).
+func (s *Store) dropTable(ctx context.Context, st *catalog.DropTable) error {
+	var ids []int64
+	if id, ok := s.tableID(ctx, st.Table.DB, st.Table.Name); ok {
+		ids = []int64{id}
+	}
+	return s.drop(ctx, ids, func() ([]*catalog.Table, error) {
+		def, err := s.cat.DropTable(ctx, st.Table.DB, st.Table.Name, st.IfExists)
+		if def == nil {
+			return nil, err
+		}
+		return []*catalog.Table{def}, err
+	})
+}
+
+// tableID is the id of the table the catalog resolves db.name to, also of
+// a table whose definition does not load.
+func (s *Store) tableID(ctx context.Context, db, name string) (int64, bool) {
+	def, err := s.cat.Table(ctx, defaultDB(db), name)
+	var be *catalog.BrokenError
+	switch {
+	case err == nil:
+		return def.ID, true
+	case errors.As(err, &be):
+		return be.Table.ID, true
+	}
+	return 0, false
+}
+
+// dropDatabase drops a database, and with CASCADE its tables (drop has the
+// protocol).
+func (s *Store) dropDatabase(ctx context.Context, st *catalog.DropDatabase) error {
+	var ids []int64
+	if st.Cascade && st.Name != catalog.DefaultDatabase { // else the catalog refuses
+		defs, _ := s.cat.Tables(ctx, st.Name) // none if there is no such database
+		for _, d := range defs {
+			ids = append(ids, d.ID)
+		}
+		broken, err := s.cat.BrokenTables(ctx)
+		if err != nil {
+			return err
+		}
+		for _, b := range broken {
+			if b.DB == st.Name {
+				ids = append(ids, b.ID)
+			}
+		}
+	}
+	err := s.drop(ctx, ids, func() ([]*catalog.Table, error) {
+		return s.cat.DropDatabase(ctx, st.Name, st.IfExists, st.Cascade)
+	})
+	if err != nil {
+		return err
+	}
 	if h := s.ddlHook(); h != nil {
-		return h.TableDropped(ctx, def)
+		return h.DatabaseDropped(ctx, st.Name)
 	}
 	return nil
 }
 
-// removeTable closes a dropped table and deletes its data.
-func (s *Store) removeTable(id int64) error {
+// drop drops tables ids with commit, the catalog change, crash-safely:
+//
+//  1. each table is closed and its directory renamed to "<id>.dropped"
+//     (synced): from here a crash leaves a directory whose table the
+//     catalog still has, which start-up renames back (sweep);
+//  2. commit changes the catalog: from here a crash leaves a
+//     "<id>.dropped" whose table the catalog no longer has, provably
+//     garbage, which start-up deletes;
+//  3. the ".dropped" directories are deleted, and the lake is told.
+//
+// If commit fails, or drops fewer tables than ids, the others are put back
+// and reopened.
+func (s *Store) drop(ctx context.Context, ids []int64, commit func() ([]*catalog.Table, error)) error {
+	retired := make(map[int64]*Table, len(ids)) // the open table, or nil
+	var errs []error
+	for _, id := range ids {
+		t, err := s.retire(id)
+		if err != nil {
+			errs = append(errs, err)
+			break
+		}
+		retired[id] = t
+	}
+	var defs []*catalog.Table
+	if len(errs) == 0 {
+		var err error
+		defs, err = commit()
+		errs = append(errs, err)
+	}
+	for _, def := range defs {
+		delete(retired, def.ID)
+		s.removeDropped(def.ID)
+		if h := s.ddlHook(); h != nil {
+			errs = append(errs, h.TableDropped(ctx, def))
+		}
+	}
+	for id, t := range retired {
+		errs = append(errs, s.restore(ctx, id, t))
+	}
+	return errors.Join(errs...)
+}
+
+// retire closes table id, if open, and renames its directory, if there
+// is one, to "<id>.dropped". It returns the table it closed.
+func (s *Store) retire(id int64) (*Table, error) {
 	s.mu.Lock()
-	t, ok := s.open[id]
+	t := s.open[id]
 	delete(s.open, id)
 	s.mu.Unlock()
-	s.cache.dropTable(id)
-	if ok {
-		return t.log.Remove()
+	if t != nil {
+		if err := t.log.Close(); err != nil {
+			s.cfg.Logger.Warn("closing the log of a table being dropped", "table", t.Name(), "error", err)
+		}
 	}
-	err := s.cfg.Log.FS.RemoveAll(s.dir(id))
-	if errors.Is(err, os.ErrNotExist) {
+	dir := s.dir(id)
+	if _, err := s.cfg.Log.FS.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return t, nil
+	}
+	if err := s.renameDir(dir, dir+droppedSuffix); err != nil {
+		if t != nil {
+			errs := s.restore(context.Background(), id, t)
+			return nil, errors.Join(fmt.Errorf("drop table %s: rename its directory: %w", t.Name(), err), errs)
+		}
+		return nil, fmt.Errorf("drop table with id %d: rename its directory: %w", id, err)
+	}
+	return t, nil
+}
+
+// restore undoes retire for a table the catalog still has: the directory
+// gets its name back and the table is opened again (was is the table
+// retire closed, nil if it was not open).
+func (s *Store) restore(ctx context.Context, id int64, was *Table) error {
+	dir := s.dir(id)
+	if _, err := s.cfg.Log.FS.Stat(dir + droppedSuffix); err == nil {
+		if err := s.renameDir(dir+droppedSuffix, dir); err != nil {
+			return fmt.Errorf("restore the directory of table %d after a failed drop: %w", id, err)
+		}
+	}
+	if was == nil {
 		return nil
 	}
-	return err
+	def, err := s.cat.TableByID(ctx, id)
+	if err != nil {
+		return fmt.Errorf("reopen table %s after a failed drop: %w", was.Name(), err)
+	}
+	t, err := s.openLog(def, false)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.quarantineLocked(id, def.FullName(), PartLog, err)
+		return nil
+	}
+	s.open[id] = t
+	return nil
+}
+
+// removeDropped deletes the data of a table the catalog no longer has.
+// A failure is logged: start-up deletes the ".dropped" directory then.
+func (s *Store) removeDropped(id int64) {
+	s.mu.Lock()
+	delete(s.quarantined, id)
+	s.mu.Unlock()
+	s.cache.dropTable(id)
+	dir := s.dir(id) + droppedSuffix
+	if err := s.cfg.Log.FS.RemoveAll(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		s.cfg.Logger.Warn("the data of a dropped table is deleted at the next start", "dir", dir, "error", err)
+	}
 }
 
 // Close closes every table.
@@ -285,15 +501,9 @@ func (s *Store) Close() error {
 
 // ByID returns an open table by id.
 func (s *Store) ByID(ctx context.Context, id int64) (*Table, error) {
-	s.mu.Lock()
-	t, ok := s.open[id]
-	s.mu.Unlock()
-	if ok {
-		return t, nil
-	}
 	def, err := s.cat.TableByID(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, catalogErr(err)
 	}
-	return s.openTable(def)
+	return s.opened(def)
 }

@@ -227,28 +227,6 @@ func TestReopenKeepsEverything(t *testing.T) {
 	e.table("other")
 }
 
-// A directory of a table that is not in the catalog (a DROP interrupted
-// after its catalog change) is removed on open.
-func TestOpenRemovesOrphanDirectories(t *testing.T) {
-	fs := vfs.NewMem()
-	e := newEnv(t, fs)
-	orphan := filepath.Join(e.dir, "999")
-	if err := fs.MkdirAll(filepath.Join(orphan, "0"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	keep := filepath.Join(e.dir, "not-a-table")
-	if err := fs.MkdirAll(keep, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	e.reopen()
-	if _, err := fs.Stat(orphan); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("orphan dir after open: %v, want removed", err)
-	}
-	if _, err := fs.Stat(keep); err != nil {
-		t.Errorf("non-numeric dir after open: %v, want kept", err)
-	}
-}
-
 // decodeAll decodes every batch of tbl with DecodeBatch; it reports a
 // decoder panic as a test error and returns false.
 func decodeAll(t *testing.T, tbl *tables.Table, cols []int) ([]string, bool) {

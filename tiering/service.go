@@ -102,9 +102,12 @@ type lakeState struct {
 }
 
 // New opens the lake side of every table of store that tiers
-// (datalake.enabled), creating missing Iceberg tables and reading back each
-// one's tiered offsets, and attaches itself to store as its lake
-// (tables.Store.SetLake).
+// (datalake.enabled), creating the Iceberg tables never created and reading
+// back each one's tiered offsets, and attaches itself to store as its lake
+// (tables.Store.SetLake). A table whose lake cannot be opened, or is lost
+// (ErrLakeLost), is quarantined in the store (tables.Store.QuarantineLake)
+// rather than served from its log alone, which would miss the tiered rows;
+// the other tables tier.
 func New(ctx context.Context, cat icecatalog.Catalog, store *tables.Store, cfg Config) (*Service, error) {
 	cfg.ensureDefaults()
 	s := &Service{cfg: cfg, cat: cat, store: store, cache: store.Cache(), tables: map[int64]*lakeTable{}}
@@ -114,7 +117,11 @@ func New(ctx context.Context, cat icecatalog.Catalog, store *tables.Store, cfg C
 		}
 		lt, err := s.open(ctx, t)
 		if err != nil {
-			return nil, err
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			store.QuarantineLake(t.Def().ID, err)
+			continue
 		}
 		lt.atStart = true
 	}
@@ -122,13 +129,19 @@ func New(ctx context.Context, cat icecatalog.Catalog, store *tables.Store, cfg C
 	return s, nil
 }
 
+// ErrLakeLost is the error of a table whose lake table was created and is
+// gone from the Iceberg catalog (a deleted or replaced iceberg.db): a new
+// one would start at offset 0 without the rows tiered before, so it is not
+// created.
+var ErrLakeLost = errors.New("lake table lost")
+
 func identOf(def *catalog.Table) table.Identifier { return table.Identifier{def.DB, def.Name} }
 
 // open loads (or creates) the Iceberg table of t and registers it.
 func (s *Service) open(ctx context.Context, t *tables.Table) (*lakeTable, error) {
 	def := t.Def()
 	lt := &lakeTable{t: t, ident: identOf(def)}
-	st, err := s.loadOrCreate(ctx, def)
+	st, err := s.loadOrCreate(ctx, t)
 	if err != nil {
 		return nil, err
 	}
@@ -145,13 +158,21 @@ func (s *Service) lookup(id int64) *lakeTable {
 	return s.tables[id]
 }
 
-// loadOrCreate returns the Iceberg table of def, creating it (and its
-// namespace) if missing, with its schema evolved to def's columns.
-func (s *Service) loadOrCreate(ctx context.Context, def *catalog.Table) (*lakeState, error) {
+// loadOrCreate returns the Iceberg table of t, with its schema evolved to
+// t's columns. It creates the table (and its namespace) only if it was
+// never created: one that was, and is gone, is lost (lakeLost). The
+// Lakestream catalog records the creation (catalog.SetLakeCreated).
+func (s *Service) loadOrCreate(ctx context.Context, t *tables.Table) (*lakeState, error) {
+	def := t.Def()
 	ident := identOf(def)
 	tbl, err := s.cat.LoadTable(ctx, ident)
+	created := false
 	if errors.Is(err, icecatalog.ErrNoSuchTable) {
+		if err := s.lakeLost(ctx, t); err != nil {
+			return nil, err
+		}
 		tbl, err = s.create(ctx, def)
+		created = err == nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("lake table %s: %w", def.FullName(), err)
@@ -159,10 +180,57 @@ func (s *Service) loadOrCreate(ctx context.Context, def *catalog.Table) (*lakeSt
 	if id := tbl.Properties()[tableIDKey]; id != fmt.Sprint(def.ID) {
 		return nil, fmt.Errorf("%w: lake table %s: the Iceberg table belongs to Lakestream table id %s, not %d (a dropped table's lake kept by datalake.keep-on-drop?): drop or rename it in the Iceberg catalog", catalog.ErrTableExists, def.FullName(), id, def.ID)
 	}
+	if err := s.recordCreated(ctx, def, created); err != nil {
+		return nil, err
+	}
 	if tbl, err = s.evolve(ctx, tbl, def); err != nil {
 		return nil, fmt.Errorf("lake table %s: %w", def.FullName(), err)
 	}
 	return newState(tbl, def.Options.BucketNum)
+}
+
+// lakeLost says whether t's missing Iceberg table is lost rather than
+// never created: the catalog recorded its creation, or (for a table of a
+// catalog that did not record it yet) some bucket's log starts above
+// offset 0, which retention allows only below the tiered offsets, so rows
+// were tiered into it.
+func (s *Service) lakeLost(ctx context.Context, t *tables.Table) error {
+	def, err := s.store.Catalog().TableByID(ctx, t.Def().ID)
+	if err != nil {
+		return err
+	}
+	if !def.LakeCreatedAt.IsZero() {
+		return fmt.Errorf("%w: the Iceberg table %s of %s, created %s, is not in the Iceberg catalog: restore the catalog, or DROP TABLE and create the table again",
+			ErrLakeLost, identOf(def), def.FullName(), def.LakeCreatedAt.Format(time.RFC3339))
+	}
+	for b := range t.Log().Buckets() {
+		if start := t.Log().Bucket(b).Stats().Start; start > 0 {
+			return fmt.Errorf("%w: the Iceberg table %s of %s is not in the Iceberg catalog, and bucket %d of its log starts at offset %d: the rows below were tiered into it: restore the catalog, or DROP TABLE and create the table again",
+				ErrLakeLost, identOf(def), def.FullName(), b, start)
+		}
+	}
+	return nil
+}
+
+// recordCreated records in the Lakestream catalog that def's lake table
+// exists: now that it was created, or, for a table of a catalog that did
+// not record it yet, now that it was found. A lake table just created that
+// cannot be recorded is dropped again, so that the next attempt starts
+// over rather than from a table no record protects.
+func (s *Service) recordCreated(ctx context.Context, def *catalog.Table, created bool) error {
+	_, err := s.store.Catalog().SetLakeCreated(ctx, def.ID)
+	if err == nil {
+		return nil
+	}
+	if !created {
+		s.cfg.Logger.Warn("the lake table's existence could not be recorded; retried at the next start", "table", def.FullName(), "error", err)
+		return nil
+	}
+	err = fmt.Errorf("lake table %s: %w", def.FullName(), err)
+	if derr := s.cat.DropTable(context.WithoutCancel(ctx), identOf(def)); derr != nil {
+		err = errors.Join(err, fmt.Errorf("drop the lake table just created: %w", derr))
+	}
+	return err
 }
 
 func newState(tbl *table.Table, buckets int) (*lakeState, error) {

@@ -19,8 +19,9 @@ import (
 
 // BucketStatus is the tiering state of one bucket.
 type BucketStatus struct {
-	Table  string // db.table
-	Bucket int
+	Table   string // db.table
+	TableID int64
+	Bucket  int
 	// TieredOffset is the first offset not in the lake; LogEnd the
 	// committed end of the log.
 	TieredOffset, LogEnd int64
@@ -62,7 +63,7 @@ func (s *Service) Status() []BucketStatus {
 		}
 		for b, end := range ends {
 			bs := BucketStatus{
-				Table: lt.t.Name(), Bucket: b, TieredOffset: st.offsets[b], LogEnd: end,
+				Table: lt.t.Name(), TableID: lt.t.Def().ID, Bucket: b, TieredOffset: st.offsets[b], LogEnd: end,
 				LagRows: max(0, end-st.offsets[b]), LastRound: last, Rounds: lt.rounds.Load(),
 				RowsTiered: lt.rowsTiered.Load(), LastCommit: time.Duration(lt.lastCommitNs.Load()), LastError: errMsg,
 			}
