@@ -40,15 +40,16 @@ import (
 //     partition directories "col_day=..." with the column name URL-escaped)
 //     where 255 bytes is the usual file name limit, so a name is at most
 //     128 bytes of UTF-8.
-//   - Database and table names take Unicode letters and digits, '_' and
-//     '-', like Fluss (plus non-ASCII letters). Not '.': "db.table" is how
-//     a table is named in logs, metrics and the Iceberg catalog, so
-//     `"default.x".t` and `default."x.t"` would both be "default.x.t" (the
-//     duplicate made /metrics fail). Not '$': it separates a table's name
-//     from its virtual layers, "t$lake" and "t$changelog" (LakeSuffix,
-//     ChangelogSuffix), so no base name can end with one of them. Not
-//     spaces, quotes, '/' or control characters, which have no place in a
-//     path or a metric label.
+//   - Database and table names take any printable UTF-8 (quoted names such
+//     as "Region Targets" come from pandas and spreadsheets), but not '.':
+//     "db.table" is how a table is named in logs, metrics and the Iceberg
+//     catalog, so `"default.x".t` and `default."x.t"` would both be
+//     "default.x.t" (the duplicate made /metrics fail). Not '$': it
+//     separates a table's name from its virtual layers, "t$lake" and
+//     "t$changelog" (LakeSuffix, ChangelogSuffix), so no base name can end
+//     with one of them. Not '/' or '\', which would split the name into
+//     directories of the lake's table location, and no control or other
+//     non-printing characters.
 //   - Column and STRUCT field names take any printable UTF-8 (ingests
 //     bring names like "unit price"), but no control or other
 //     non-printing characters, and not '.': Iceberg joins nested field
@@ -98,14 +99,15 @@ func checkObjectName(what, name string) error {
 	}
 	for _, r := range name {
 		switch {
-		case r == '_' || r == '-' || unicode.IsLetter(r) || unicode.IsDigit(r):
-			continue
 		case r == '$':
 			return invalidf(`%s name %s must not contain "$": it is reserved for the virtual names of a table, such as "t%s" and "t%s"`, what, quoteName(name), LakeSuffix, ChangelogSuffix)
 		case r == '.':
 			return invalidf(`%s name %s must not contain ".": "db.table" names a table, and the dot would make it ambiguous`, what, quoteName(name))
+		case r == '/' || r == '\\':
+			return invalidf(`%s name %s must not contain %q: the name is a directory of the lake's table location`, what, quoteName(name), r)
+		case !unicode.IsPrint(r):
+			return invalidf("%s name %s contains %s", what, quoteName(name), describeRune(r))
 		}
-		return invalidf("%s name %s contains %s: a %s name takes letters, digits, '_' and '-'", what, quoteName(name), describeRune(r), what)
 	}
 	return nil
 }
