@@ -66,7 +66,7 @@ func (s *Server) resolveChanges(ctx context.Context, c *planner.Changes) (*table
 	if c.Columns != nil {
 		cols = make([]int, len(c.Columns))
 		for i, name := range c.Columns {
-			cols[i] = planner.ColumnIndex(schema, name)
+			cols[i] = scan.FieldIndex(schema, name)
 			if cols[i] < 0 {
 				return nil, nil, nil, fmt.Errorf("%w: column %q not found in changes of %s", errInvalid, name, t.Name())
 			}

@@ -2,7 +2,6 @@ package planner
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -51,7 +50,7 @@ func BindFilter(schema *arrow.Schema, cols []int, where []Condition) ([]int, *Fi
 	read := append([]int(nil), cols...)
 	f := &Filter{out: len(cols), schema: sent}
 	for _, c := range where {
-		idx := ColumnIndex(schema, c.Column)
+		idx := scan.FieldIndex(schema, c.Column)
 		if idx < 0 {
 			return nil, nil, fmt.Errorf("%w: changes(): WHERE %s: column %q not found in changes", ErrInvalid, c, c.Column)
 		}
@@ -67,23 +66,6 @@ func BindFilter(schema *arrow.Schema, cols []int, where []Condition) ([]int, *Fi
 		f.conds = append(f.conds, boundCond{col: pos, pred: pred})
 	}
 	return read, f, nil
-}
-
-// ColumnIndex is the index of the field of s named name: the exact name
-// if there is one, else the first that matches without case, as unquoted
-// names are matched; -1 when none does.
-func ColumnIndex(s *arrow.Schema, name string) int {
-	for i, f := range s.Fields() {
-		if f.Name == name {
-			return i
-		}
-	}
-	for i, f := range s.Fields() {
-		if strings.EqualFold(f.Name, name) {
-			return i
-		}
-	}
-	return -1
 }
 
 func indexOf(xs []int, x int) int {

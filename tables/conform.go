@@ -9,6 +9,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lakestream/lakestream/internal/scan"
 )
 
 // SchemaError reports an incoming record that does not fit the table. It
@@ -52,7 +54,7 @@ func conform(table string, target *arrow.Schema, rec arrow.RecordBatch, mem memo
 		}
 	}()
 	for _, f := range target.Fields() {
-		i := findField(in, f.Name)
+		i := scan.FieldIndex(in, f.Name)
 		if i < 0 {
 			if !f.Nullable {
 				return nil, &SchemaError{table, f.Name, "missing, and the column is NOT NULL"}
@@ -74,18 +76,6 @@ func conform(table string, target *arrow.Schema, rec arrow.RecordBatch, mem memo
 	}
 	out := array.NewRecordBatch(target, cols, rec.NumRows())
 	return out, nil
-}
-
-func findField(s *arrow.Schema, name string) int {
-	if idx := s.FieldIndices(name); len(idx) == 1 {
-		return idx[0]
-	}
-	for i, f := range s.Fields() {
-		if strings.EqualFold(f.Name, name) {
-			return i
-		}
-	}
-	return -1
 }
 
 func fieldNames(s *arrow.Schema) string {

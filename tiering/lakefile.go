@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/lakestream/lakestream/internal/bucket"
+	"github.com/lakestream/lakestream/internal/scan"
 )
 
 // Lakestream writes the lake's data files itself (rather than through
@@ -117,7 +118,7 @@ func (w *lakeWriter) partitionField(f iceberg.PartitionField) (partitionField, e
 	if !ok {
 		return partitionField{}, fmt.Errorf("partition field %s: source column %d is not in the schema", f.Name, f.SourceID())
 	}
-	col := lakeColumnIndex(w.schema, src.Name)
+	col := scan.FieldIndex(w.schema, src.Name)
 	if col < 0 {
 		return partitionField{}, fmt.Errorf("partition field %s: no column %q", f.Name, src.Name)
 	}

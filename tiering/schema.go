@@ -23,6 +23,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/lakestream/lakestream/catalog"
+	"github.com/lakestream/lakestream/internal/scan"
 )
 
 // unassignedID marks a field id that iceberg.AssignFreshSchemaIDs (or
@@ -313,7 +314,7 @@ func conformLakeRecord(rec arrow.RecordBatch, target *arrow.Schema, mem memory.A
 
 // conformColumn returns rec's column for f, in f's type.
 func conformColumn(rec arrow.RecordBatch, f arrow.Field, mem memory.Allocator) (arrow.Array, error) {
-	i := lakeColumnIndex(rec.Schema(), f.Name)
+	i := scan.FieldIndex(rec.Schema(), f.Name)
 	if i < 0 {
 		if !f.Nullable {
 			return nil, fmt.Errorf("NOT NULL column is missing from the lake record (%s)", rec.Schema())
@@ -330,20 +331,6 @@ func conformColumn(rec arrow.RecordBatch, f arrow.Field, mem memory.Allocator) (
 	}
 	defer data.Release()
 	return array.MakeFromData(data), nil
-}
-
-// lakeColumnIndex returns the index of the field of s named name, exactly or
-// else ignoring case, or -1.
-func lakeColumnIndex(s *arrow.Schema, name string) int {
-	if idx := s.FieldIndices(name); len(idx) > 0 {
-		return idx[0]
-	}
-	for i, f := range s.Fields() {
-		if strings.EqualFold(f.Name, name) {
-			return i
-		}
-	}
-	return -1
 }
 
 // conformData returns d as type to, sharing d's buffers where the layouts
@@ -424,7 +411,7 @@ func conformStruct(d arrow.ArrayData, to *arrow.StructType, mem memory.Allocator
 	children := make([]arrow.ArrayData, 0, to.NumFields())
 	defer func() { releaseAll(children) }()
 	for _, f := range to.Fields() {
-		i := lakeColumnIndex(fromSchema, f.Name)
+		i := scan.FieldIndex(fromSchema, f.Name)
 		if i < 0 {
 			// A struct's children are indexed with the struct's offset.
 			nulls := array.MakeArrayOfNull(mem, f.Type, d.Offset()+d.Len())

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 )
@@ -106,3 +107,18 @@ type plan struct {
 
 func (p plan) Schema() *arrow.Schema { return p.schema }
 func (p plan) Parts() []Part         { return p.parts }
+
+// FieldIndex is the index of the field of schema named name as an unquoted
+// SQL name resolves: the exact name if a field has it, else the first
+// field whose name matches ignoring case; -1 when none does.
+func FieldIndex(schema *arrow.Schema, name string) int {
+	if idx := schema.FieldIndices(name); len(idx) > 0 {
+		return idx[0]
+	}
+	for i, f := range schema.Fields() {
+		if strings.EqualFold(f.Name, name) {
+			return i
+		}
+	}
+	return -1
+}
