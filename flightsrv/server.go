@@ -165,8 +165,16 @@ func (w *service) DoPut(stream flight.FlightService_DoPutServer) error {
 	if err != nil {
 		return err
 	}
-	if d := first.GetFlightDescriptor(); d != nil && d.GetType() == flight.DescriptorPATH {
+	// The Flight SQL router reads the command from the descriptor of the
+	// first message and fails with a nil dereference without one.
+	d := first.GetFlightDescriptor()
+	switch {
+	case d == nil:
+		return fmt.Errorf("%w: DoPut without a flight descriptor: the first message must carry a PATH descriptor ([table] or [database, table]) or a Flight SQL command", errInvalid)
+	case d.GetType() == flight.DescriptorPATH:
 		return w.s.doPutPath(cs, d.GetPath())
+	case d.GetType() != flight.DescriptorCMD || len(d.GetCmd()) == 0:
+		return fmt.Errorf("%w: DoPut descriptor of type %s without a command: want a PATH descriptor or a Flight SQL command", errInvalid, d.GetType())
 	}
 	return w.FlightServer.DoPut(cs)
 }
