@@ -19,6 +19,7 @@ import (
 
 	"github.com/lakestream/lakestream/catalog"
 	"github.com/lakestream/lakestream/columnarlog"
+	"github.com/lakestream/lakestream/internal/vfs"
 	"github.com/lakestream/lakestream/tiering"
 )
 
@@ -71,6 +72,10 @@ type Config struct {
 	// passes, so with TieringManual they must be zero: the caller
 	// schedules its Lake().Maintain calls itself.
 	LakeMaintenance tiering.Maintenance
+	// LogFS is the filesystem the table logs are kept in, under
+	// DataDir/tables. Default: the operating system's. Tests pass a
+	// vfs.MemFS to inject I/O errors.
+	LogFS vfs.FS
 	// Version is reported by the server.
 	Version string
 	Logger  *slog.Logger

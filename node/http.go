@@ -18,9 +18,51 @@ func (n *Node) httpHandler() http.Handler {
 		&logCollector{n: n}, &lakeCollector{n: n}, &cacheCollector{n: n})
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/healthz", n.healthz)
 	mux.HandleFunc("/{$}", n.statusPage)
 	return mux
+}
+
+// healthz answers 200 "ok" while every table's log accepts writes, and 503
+// naming the tables whose logs refuse them, with why (a full disk, a
+// failed fsync), otherwise. The node still serves reads then: a load
+// balancer takes it out of the write path, not the operator's sight.
+func (n *Node) healthz(w http.ResponseWriter, r *http.Request) {
+	failing := n.writeFailures(r.Context())
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if len(failing) == 0 {
+		fmt.Fprintln(w, "ok")
+		return
+	}
+	w.WriteHeader(http.StatusServiceUnavailable)
+	fmt.Fprintf(w, "writes refused by %d table(s); reads are served\n", len(failing))
+	for _, f := range failing {
+		fmt.Fprintf(w, "%s: %v\n", f.table, f.err)
+	}
+}
+
+type writeFailure struct {
+	table string
+	err   error
+}
+
+// writeFailures lists the tables whose logs refuse writes, by name.
+func (n *Node) writeFailures(ctx context.Context) []writeFailure {
+	defs, err := n.cat.AllTables(ctx)
+	if err != nil {
+		return []writeFailure{{"catalog", err}}
+	}
+	var out []writeFailure
+	for _, d := range defs {
+		t, err := n.store.ByID(ctx, d.ID)
+		if err != nil {
+			continue // dropped meanwhile
+		}
+		if err := t.Log().Err(); err != nil {
+			out = append(out, writeFailure{d.FullName(), err})
+		}
+	}
+	return out
 }
 
 var (
@@ -28,6 +70,7 @@ var (
 	descStart     = prometheus.NewDesc("lakestream_log_start_offset", "First offset still in the bucket's local log.", []string{"table", "bucket"}, nil)
 	descBytes     = prometheus.NewDesc("lakestream_log_bytes", "Bytes of the bucket's local log segments.", []string{"table", "bucket"}, nil)
 	descSegments  = prometheus.NewDesc("lakestream_log_segments", "Segments of the bucket's local log.", []string{"table", "bucket"}, nil)
+	descRefusing  = prometheus.NewDesc("lakestream_log_refusing_writes", "1 while the table's log refuses writes after a failed write or sync (see /healthz).", []string{"table"}, nil)
 )
 
 // logCollector reports every bucket's log offsets at scrape time.
@@ -38,10 +81,22 @@ func (c *logCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descStart
 	ch <- descBytes
 	ch <- descSegments
+	ch <- descRefusing
 }
 
 func (c *logCollector) Collect(ch chan<- prometheus.Metric) {
+	refusing := map[string]bool{}
+	for _, f := range c.n.writeFailures(context.Background()) {
+		refusing[f.table] = true
+	}
 	for _, row := range c.n.bucketRows(context.Background()) {
+		if row.Bucket == 0 {
+			v := 0.0
+			if refusing[row.Table] {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(descRefusing, prometheus.GaugeValue, v, row.Table)
+		}
 		labels := []string{row.Table, fmt.Sprint(row.Bucket)}
 		ch <- prometheus.MustNewConstMetric(descCommitted, prometheus.GaugeValue, float64(row.Committed), labels...)
 		ch <- prometheus.MustNewConstMetric(descStart, prometheus.GaugeValue, float64(row.Start), labels...)

@@ -98,7 +98,7 @@ func (n *Node) open(ctx context.Context) error {
 	store, err := tables.Open(ctx, cat, tables.Config{
 		CacheBytes: cacheBytes,
 		Dir:        filepath.Join(cfg.DataDir, "tables"),
-		Log:        columnarlog.Options{Sync: sync, Logger: cfg.Logger},
+		Log:        columnarlog.Options{FS: cfg.LogFS, Sync: sync, Logger: cfg.Logger},
 		Logger:     cfg.Logger,
 	})
 	if err != nil {

@@ -7,8 +7,11 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,6 +25,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/lakestream/lakestream/internal/scan"
+	"github.com/lakestream/lakestream/internal/vfs"
 	"github.com/lakestream/lakestream/tiering"
 )
 
@@ -468,4 +472,76 @@ func TestPlainScanOfTieredTableReadsLakeFiles(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "not a data file") {
 		t.Fatalf("a ticket naming /etc/passwd: %v", err)
 	}
+}
+
+// /healthz is 503 while a table's log refuses writes after a failed write
+// (a full disk), naming the table and why; the node still answers reads,
+// of that table too, and the other tables still take writes.
+func TestHealthzReportsRefusedWrites(t *testing.T) {
+	fs := vfs.NewMem()
+	n, stop, done := startNodeWith(t, Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", HTTP: "127.0.0.1:0", LogFS: fs,
+		Logger: slog.New(slog.DiscardHandler)})
+	defer func() { stop(); <-done }()
+	cl := client(t, n.Addr())
+	ctx := context.Background()
+	for _, sql := range []string{
+		"CREATE TABLE filled (id BIGINT) WITH ('bucket.num'='2', 'bucket.key'='id')",
+		"CREATE TABLE fine (id BIGINT)",
+		"INSERT INTO filled SELECT range FROM range(100)",
+		"INSERT INTO fine SELECT range FROM range(100)",
+	} {
+		if _, err := cl.ExecuteUpdate(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	if code, body := get(t, n, "/healthz"); code != http.StatusOK || body != "ok\n" {
+		t.Fatalf("/healthz before: %d %q", code, body)
+	}
+	filled, err := n.Tables().Get(ctx, "", "filled")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(n.cfg.DataDir, "tables", strconv.FormatInt(filled.Def().ID, 10))
+	fs.InjectError(func(op vfs.Op, name string) error {
+		if op == vfs.OpWrite && strings.HasPrefix(name, dir) {
+			return syscall.ENOSPC
+		}
+		return nil
+	})
+	if _, err := cl.ExecuteUpdate(ctx, "INSERT INTO filled SELECT range FROM range(100, 200)"); err == nil {
+		t.Fatal("an insert into a full disk succeeded")
+	}
+	fs.InjectError(nil) // the disk has room again; the log stays refusing until restart
+	code, body := get(t, n, "/healthz")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "default.filled: ") ||
+		!strings.Contains(body, "no space left on device") || strings.Contains(body, "default.fine") {
+		t.Fatalf("/healthz with a refusing log: %d %q", code, body)
+	}
+	if _, metrics := get(t, n, "/metrics"); !strings.Contains(metrics, `lakestream_log_refusing_writes{table="default.filled"} 1`) ||
+		!strings.Contains(metrics, `lakestream_log_refusing_writes{table="default.fine"} 0`) {
+		t.Errorf("/metrics lacks the refusing-writes gauges")
+	}
+	if got := queryInt64(t, cl, "SELECT count(*)::BIGINT FROM filled"); got != 100 {
+		t.Errorf("filled serves %d rows, want the 100 acknowledged", got)
+	}
+	if _, err := cl.ExecuteUpdate(ctx, "INSERT INTO fine SELECT range FROM range(5)"); err != nil {
+		t.Errorf("a write to another table: %v", err)
+	}
+	if _, err := cl.ExecuteUpdate(ctx, "INSERT INTO filled SELECT range FROM range(5)"); err == nil {
+		t.Errorf("the refusing log took a write")
+	}
+}
+
+func get(t *testing.T, n *Node, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + n.HTTPAddr() + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
 }
