@@ -142,3 +142,51 @@ func TestDuckDBLockdown(t *testing.T) {
 		}
 	}
 }
+
+// TestNoTempDirectory: the engine has no temp directory, so SQL has no
+// directory it may read. With one, DuckDB adds it to the paths SQL may
+// read even with external access off, and its default is ".tmp" under the
+// working directory: read_text and glob of it worked. A query over the
+// memory limit fails instead of spilling, and writes no file.
+func TestNoTempDirectory(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	secret := filepath.Join(dir, ".tmp", "secret.txt")
+	if err := os.MkdirAll(filepath.Dir(secret), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(secret, []byte("spilled rows of another query"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(newFakeResolver(), Options{Threads: 2, MemoryLimit: "64MiB"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	wantRows(t, query(t, e, `SELECT current_setting('temp_directory'), current_setting('allowed_directories')::VARCHAR,
+		current_setting('memory_limit')`), "|[]|64.0 MiB")
+	for _, sql := range []string{
+		"SELECT * FROM read_text('.tmp/secret.txt')",
+		"SELECT * FROM read_text('" + secret + "')",
+		"SELECT * FROM read_blob('.tmp/*')",
+		"SELECT * FROM glob('.tmp/*')",
+		"SELECT * FROM glob('" + filepath.Join(dir, ".tmp", "*") + "')",
+	} {
+		if _, err := tryQuery(e, sql); err == nil || !strings.Contains(err.Error(), "disabled by configuration") {
+			t.Errorf("%s: error %v, want DuckDB's external-access refusal", sql, err)
+		}
+	}
+	// A sort of 30M rows needs ~230 MB: over the limit, with nowhere to spill.
+	_, err = tryQuery(e, "SELECT count(*) FROM (SELECT * FROM range(30000000) t(x) ORDER BY x DESC)")
+	if err == nil || !strings.Contains(err.Error(), "Out of Memory Error") {
+		t.Errorf("a sort over the memory limit: error %v, want DuckDB's out-of-memory error", err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 {
+		t.Errorf("the working directory holds %v, want only the test's .tmp: the engine wrote files", entries)
+	}
+	wantRows(t, query(t, e, "SELECT 42"), "42")
+}

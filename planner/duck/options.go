@@ -16,9 +16,9 @@ type Options struct {
 	Threads int
 
 	// MemoryLimit is DuckDB's memory_limit, e.g. "4GB" or "512MiB". Default
-	// "": DuckDB's own default (80% of physical memory). Queries that need
-	// more spill nowhere (there is no temp directory: external access is
-	// off) and fail with an out-of-memory error.
+	// "": DuckDB's own default (80% of physical memory). A query that needs
+	// more fails with an "Out of Memory Error": nothing spills to disk, as
+	// the engine has no temp directory (openDB says why).
 	MemoryLimit string
 
 	// NoFilterPushdown turns off handing simple WHERE conjuncts to the
