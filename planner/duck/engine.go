@@ -77,7 +77,7 @@ func newEngine(res scan.Resolver, opts Options, lock bool) (*Engine, error) {
 		return nil, err
 	}
 	e.log.Info("duckdb engine started", "version", bindings.LibraryVersion(),
-		"threads", opts.Threads, "memory_limit", opts.MemoryLimit)
+		"threads", opts.Threads, "memory_limit", opts.MemoryLimit, "query_timeout", opts.QueryTimeout)
 	return e, nil
 }
 
