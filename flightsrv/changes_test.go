@@ -51,11 +51,12 @@ func subscribe(t *testing.T, ts *testServer, sql string) *subscriber {
 		cancel()
 		<-s.done
 		// The server ends its side of the stream after the client has
-		// gone; wait for it to release what it held before the
-		// allocator is checked.
+		// gone; wait for its handlers to return, and so release what
+		// they held, before the allocator is checked. (The allocator
+		// alone can read zero while a follower still decodes a batch.)
 		deadline := time.Now().Add(10 * time.Second)
-		for ts.mem.CurrentAlloc() != 0 && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
+		for ts.srv.StreamStats().Streams != 0 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond) // polling: no event to wait on
 		}
 	})
 	return s
