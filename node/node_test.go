@@ -22,7 +22,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go/table"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	"github.com/lakestream/lakestream/internal/scan"
 	"github.com/lakestream/lakestream/internal/vfs"
@@ -544,4 +546,89 @@ func get(t *testing.T, n *Node, path string) (int, string) {
 		t.Fatal(err)
 	}
 	return resp.StatusCode, string(body)
+}
+
+// The memory limits and timeouts of queries and result streams: defaults,
+// sizes or percentages of the memory available, and every bad value
+// reported at once.
+func TestConfigLimits(t *testing.T) {
+	var c Config
+	c.EnsureDefaults()
+	if c.EngineMemory != "25%" || c.StreamMemory != "20%" || c.StreamWindow != "4MiB" || c.QueryTimeout != 30*time.Minute || c.StallTimeout != 5*time.Minute {
+		t.Fatalf("defaults %q %q %q %s %s", c.EngineMemory, c.StreamMemory, c.StreamWindow, c.QueryTimeout, c.StallTimeout)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	if total := availableMemory(); total < 64<<20 {
+		t.Fatalf("available memory %d", total)
+	}
+	for _, tc := range []struct {
+		v    string
+		want int64
+	}{{"25%", 250 << 20}, {"12.5 %", 125 << 20}, {"512MiB", 512 << 20}, {"1GB", 1_000_000_000}, {"100%", 1000 << 20}} {
+		if got, err := parseMemory(tc.v, 1000<<20); err != nil || got != tc.want {
+			t.Errorf("parseMemory(%q) = %d, %v; want %d", tc.v, got, err, tc.want)
+		}
+	}
+	for _, v := range []string{"0%", "101%", "-5%", "NaN%", "%", "lots", "0", "-1MiB"} {
+		if _, err := parseMemory(v, 1000<<20); err == nil {
+			t.Errorf("parseMemory(%q): no error", v)
+		}
+	}
+	bad := Config{EngineMemory: "1MiB", StreamMemory: "lots", StreamWindow: "1KiB", QueryTimeout: -time.Second, StallTimeout: -time.Second}
+	bad.EnsureDefaults()
+	err := bad.Validate()
+	for _, want := range []string{`engine memory "1MiB"`, `stream memory "lots"`, `stream window "1KiB"`, "query timeout -1s", "stall timeout -1s"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("validate error %v lacks %q", err, want)
+		}
+	}
+	wide := Config{StreamMemory: "1MiB", StreamWindow: "2MiB"}
+	wide.EnsureDefaults()
+	if err := wide.Validate(); err == nil || !strings.Contains(err.Error(), "at most the stream memory") {
+		t.Errorf("a window wider than the stream memory: %v", err)
+	}
+}
+
+// The engine runs with the configured memory limit, and a query past the
+// query timeout fails with DeadlineExceeded naming it; the node goes on.
+func TestEngineLimits(t *testing.T) {
+	n, stop, done := startNodeWith(t, Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", HTTP: "off",
+		EngineMemory: "256MiB", QueryTimeout: 300 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	defer func() { stop(); <-done }()
+	cl := client(t, n.Addr())
+	ctx := context.Background()
+	info, err := cl.Execute(ctx, "SELECT current_setting('memory_limit') AS m, current_setting('temp_directory') AS t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdr, err := cl.DoGet(ctx, info.Endpoint[0].Ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rdr.Next() {
+		t.Fatal(rdr.Err())
+	}
+	if got := rdr.RecordBatch().Column(0).ValueStr(0) + "|" + rdr.RecordBatch().Column(1).ValueStr(0); got != "256.0 MiB|" {
+		t.Errorf("memory limit and temp directory %q, want 256.0 MiB and none", got)
+	}
+	rdr.Release()
+	info, err = cl.Execute(ctx, "SELECT count(*) FROM range(1000000) a, range(10000000) b WHERE a.range + b.range > 0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdr, err = cl.DoGet(ctx, info.Endpoint[0].Ticket)
+	if err == nil {
+		for rdr.Next() {
+		}
+		err = rdr.Err()
+		rdr.Release()
+	}
+	if status.Code(err) != codes.DeadlineExceeded || !strings.Contains(err.Error(), "query timeout of 300ms exceeded") {
+		t.Fatalf("a query past the timeout: %v, want DeadlineExceeded naming the timeout", err)
+	}
+	if got := queryInt64(t, cl, "SELECT count(*)::BIGINT FROM range(1000)"); got != 1000 {
+		t.Fatalf("a query after the timeout: %d", got)
+	}
 }
