@@ -15,7 +15,7 @@ import (
 func (n *Node) httpHandler() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&logCollector{n: n}, &lakeCollector{n: n}, &cacheCollector{n: n})
+		&logCollector{n: n}, &lakeCollector{n: n}, &cacheCollector{n: n}, &streamCollector{n: n})
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", n.healthz)
@@ -171,6 +171,40 @@ func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descCacheBytes, prometheus.GaugeValue, float64(st.Bytes))
 	ch <- prometheus.MustNewConstMetric(descCacheHits, prometheus.CounterValue, float64(st.Hits))
 	ch <- prometheus.MustNewConstMetric(descCacheMisses, prometheus.CounterValue, float64(st.Misses))
+}
+
+var (
+	descStreamBudget   = prometheus.NewDesc("lakestream_stream_memory_budget_bytes", "Memory budget of the result streams (--stream-memory).", nil, nil)
+	descStreamUsed     = prometheus.NewDesc("lakestream_stream_memory_used_bytes", "Bytes charged to the stream memory budget: read-ahead and windows of running streams, and what gRPC holds of ended ones.", nil, nil)
+	descStreamPeak     = prometheus.NewDesc("lakestream_stream_memory_peak_bytes", "The most bytes charged to the stream memory budget at once since start.", nil, nil)
+	descStreamProduced = prometheus.NewDesc("lakestream_stream_produced_bytes", "Bytes of results produced and not yet written to their connections.", nil, nil)
+	descStreams        = prometheus.NewDesc("lakestream_streams", "Result streams being served.", nil, nil)
+	descStreamsWaiting = prometheus.NewDesc("lakestream_streams_waiting", "Result streams waiting for their client or for the stream memory budget.", nil, nil)
+	descStreamsCut     = prometheus.NewDesc("lakestream_streams_cut_total", "Result streams ended by the stall timeout: their client read nothing (stalled) or they waited for the budget (refused).", []string{"reason"}, nil)
+)
+
+// streamCollector reports the result streams and their memory budget.
+type streamCollector struct{ n *Node }
+
+func (c *streamCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descStreamBudget, descStreamUsed, descStreamPeak, descStreamProduced, descStreams, descStreamsWaiting, descStreamsCut} {
+		ch <- d
+	}
+}
+
+func (c *streamCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.n.flight.StreamStats()
+	gauge := func(d *prometheus.Desc, v int64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v))
+	}
+	gauge(descStreamBudget, st.Budget)
+	gauge(descStreamUsed, st.Used)
+	gauge(descStreamPeak, st.Peak)
+	gauge(descStreamProduced, st.Produced)
+	gauge(descStreams, st.Streams)
+	gauge(descStreamsWaiting, st.Waiting)
+	ch <- prometheus.MustNewConstMetric(descStreamsCut, prometheus.CounterValue, float64(st.Stalled), "stalled")
+	ch <- prometheus.MustNewConstMetric(descStreamsCut, prometheus.CounterValue, float64(st.Refused), "refused")
 }
 
 type bucketRow struct {

@@ -97,6 +97,10 @@ func TestUnreadStreams(t *testing.T) {
 	if code, body := get(t, n, "/healthz"); code != 200 {
 		t.Errorf("/healthz while streams stall: %d %q", code, body)
 	}
+	if _, metrics := get(t, n, "/metrics"); !strings.Contains(metrics, "lakestream_stream_memory_budget_bytes 5.0331648e+07") ||
+		!strings.Contains(metrics, "lakestream_streams_waiting ") || !strings.Contains(metrics, `lakestream_streams_cut_total{reason="stalled"}`) {
+		t.Errorf("/metrics lacks the stream budget, the waiting streams or the streams cut off")
+	}
 
 	waitUntil(t, func() bool { return n.flight.StreamStats().Streams == 0 })
 	st = n.flight.StreamStats()
