@@ -81,8 +81,9 @@ func TestUnreadStreams(t *testing.T) {
 	t.Logf("%d unread streams: the node's live heap %.1f MiB -> %.1f MiB (+%.1f MiB); budget %.0f MiB, %.1f MiB charged",
 		total, mib(before), mib(during), mib(during-before), mib(budget), mib(st.Used))
 	// Beyond the budget, each stream costs its connection's gRPC state and
-	// its handler's; measured at 60 to 90 KiB per stream.
-	if limit := budget + total*128<<10; during-before > limit {
+	// its handler's: about 12 KiB of heap, measured with every stream but
+	// one waiting to start. 64 KiB each are allowed.
+	if limit := budget + total*64<<10; during-before > limit {
 		t.Errorf("the node's heap grew by %.1f MiB with %d unread streams, more than the budget and their connections (%.1f MiB)",
 			mib(during-before), total, mib(limit))
 	}
