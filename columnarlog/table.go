@@ -77,6 +77,21 @@ type TableLog struct {
 // modify the slice.
 func (t *TableLog) CommittedEnds() []int64 { return *t.ends.Load() }
 
+// Err reports why the log refuses writes, nil while it accepts them: a
+// write that failed part-way, or a commit round whose sync failed. Append
+// fails with the same error. It is for status reports (a node's /healthz).
+func (t *TableLog) Err() error {
+	t.wmu.Lock()
+	err := t.err
+	t.wmu.Unlock()
+	if err != nil {
+		return err
+	}
+	t.commit.mu.Lock()
+	defer t.commit.mu.Unlock()
+	return t.commit.err
+}
+
 const (
 	commitFileName = "commits"
 	commitFileMax  = 1 << 20

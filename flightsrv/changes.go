@@ -11,8 +11,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/lakestream/lakestream/internal/scan"
 	"github.com/lakestream/lakestream/planner"
@@ -116,12 +114,13 @@ func startOffsets(ctx context.Context, t *tables.Table, c *planner.Changes) ([]t
 	return out, nil
 }
 
-// streamChanges follows the ticket's buckets and sends their rows as they
-// commit, until the client goes away. Each bucket is read by its own
-// goroutine into a small channel; the channel and gRPC's flow control are
-// all the buffering there is, so a slow client holds a few batches of
-// memory and slows only its own readers, never the writers.
-func (s *Server) streamChanges(ctx context.Context, tk *ticket, stream flight.FlightService_DoGetServer) error {
+// streamChanges follows the ticket's buckets and emits their rows to out
+// as they commit, until ctx ends. Each bucket is read by its own goroutine,
+// which hands its records over one at a time; the stream's window
+// (pipe.go) is all the buffering there is, so a slow client holds a batch
+// per bucket and its window, and slows only its own readers, never the
+// writers.
+func (s *Server) streamChanges(ctx context.Context, tk *ticket, out flight.DataStreamWriter) error {
 	t, err := s.store.ByID(ctx, tk.Table)
 	if err != nil {
 		return err
@@ -137,18 +136,18 @@ func (s *Server) streamChanges(ctx context.Context, tk *ticket, stream flight.Fl
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	out := make(chan arrow.RecordBatch, 4)
+	recs := make(chan arrow.RecordBatch)
 	errc := make(chan error, len(tk.Ranges))
 	var followers sync.WaitGroup
 	for _, r := range tk.Ranges {
 		followers.Add(1)
 		go func() {
 			defer followers.Done()
-			errc <- t.Follow(ctx, r.Bucket, r.From, read, out)
+			errc <- t.Follow(ctx, r.Bucket, r.From, read, recs)
 		}()
 	}
-	defer drain(out, cancel, &followers)
-	w := flight.NewRecordWriter(stream, ipc.WithSchema(sent), ipc.WithAllocator(s.opts.Mem))
+	defer drain(recs, cancel, &followers)
+	w := newRecordWriter(out, ipc.WithSchema(sent), ipc.WithAllocator(s.opts.Mem))
 	defer w.Close()
 	// An empty first message carries the schema at once, so a client's
 	// execute returns before the first row arrives.
@@ -160,7 +159,7 @@ func (s *Server) streamChanges(ctx context.Context, tk *ticket, stream flight.Fl
 	}
 	for {
 		select {
-		case rec := <-out:
+		case rec := <-recs:
 			if err := s.sendChanges(w, rec, filter); err != nil {
 				return err
 			}
@@ -171,15 +170,13 @@ func (s *Server) streamChanges(ctx context.Context, tk *ticket, stream flight.Fl
 			return err
 		case <-ctx.Done():
 			return nil
-		case <-s.stopping:
-			return status.Error(codes.Unavailable, "server shutting down: resume from the last offsets received")
 		}
 	}
 }
 
 // sendChanges writes rec, which it releases, or the rows of it that meet
 // filter; a record of which no row does is not sent.
-func (s *Server) sendChanges(w *flight.Writer, rec arrow.RecordBatch, filter *planner.Filter) error {
+func (s *Server) sendChanges(w *ipc.Writer, rec arrow.RecordBatch, filter *planner.Filter) error {
 	if filter != nil {
 		var err error
 		if rec, err = filter.Apply(rec, s.opts.Mem); err != nil || rec == nil {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"google.golang.org/grpc/codes"
+
+	"github.com/lakestream/lakestream/flightsrv"
 )
 
 // subscriber reads a changes() stream in the background and hands over
@@ -51,11 +53,12 @@ func subscribe(t *testing.T, ts *testServer, sql string) *subscriber {
 		cancel()
 		<-s.done
 		// The server ends its side of the stream after the client has
-		// gone; wait for it to release what it held before the
-		// allocator is checked.
+		// gone; wait for its handlers to return, and so release what
+		// they held, before the allocator is checked. (The allocator
+		// alone can read zero while a follower still decodes a batch.)
 		deadline := time.Now().Add(10 * time.Second)
-		for ts.mem.CurrentAlloc() != 0 && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
+		for ts.srv.StreamStats().Streams != 0 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond) // polling: no event to wait on
 		}
 	})
 	return s
@@ -177,7 +180,9 @@ func TestChangesRefusals(t *testing.T) {
 // while one subscriber that reads nothing neither blocks the writer nor the
 // others; closed streams release their goroutines.
 func TestChangesFanOutAndSlowConsumer(t *testing.T) {
-	ts := startServer(t, serverConfig{})
+	// Each subscription of the two buckets is charged 10 MiB (their
+	// read-ahead and its window): room for 101 and more.
+	ts := startServer(t, serverConfig{opts: flightsrv.Options{StreamMemory: 2 << 30}})
 	ts.mustExec("CREATE TABLE ev (id BIGINT NOT NULL, amount DOUBLE, kind VARCHAR, ts TIMESTAMPTZ) WITH ('bucket.num'='2', 'bucket.key'='id')")
 	before := runtime.NumGoroutine()
 	info := ts.mustExec("SELECT id, _bucket, _offset FROM changes('ev', 'latest')")

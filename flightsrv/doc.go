@@ -11,8 +11,11 @@
 // compressed bodies (the JDBC driver) gets them re-encoded uncompressed
 // (plain.go, the lakestream-compression header). Every incoming message is
 // checked (sizes, buffer bounds, claimed uncompressed sizes) before
-// anything is decoded. errors.go is the one place that maps errors to gRPC
-// status codes. docs/flight.md documents tickets, descriptors and headers.
+// anything is decoded. Every result stream runs under a node-wide memory
+// budget, in a window of its own, and is cut off when its client stops
+// reading (pipe.go, window.go, budget.go). errors.go is the one place that
+// maps errors to gRPC status codes. docs/flight.md documents tickets,
+// descriptors, headers and the memory of streams.
 //
 // flightsrv imports tables, planner (and its engine's error types),
 // columnarlog and catalog; only node imports it.

@@ -29,6 +29,8 @@ func toStatus(err error) error {
 	var se *tables.SchemaError
 	var syn *catalog.SyntaxError
 	var de *duck.Error
+	var stall stallError
+	var spent budgetError
 	code := codes.Internal
 	switch {
 	case errors.As(err, &de) && de.Err == nil:
@@ -54,7 +56,8 @@ func toStatus(err error) error {
 		errors.Is(err, arrowmsg.ErrMalformed), errors.Is(err, errInvalid), errors.Is(err, planner.ErrInvalid),
 		errors.Is(err, duck.ErrNotQuery):
 		code = codes.InvalidArgument
-	case errors.Is(err, arrowmsg.ErrTooLarge), errors.Is(err, columnarlog.ErrBatchTooLarge):
+	case errors.Is(err, arrowmsg.ErrTooLarge), errors.Is(err, columnarlog.ErrBatchTooLarge),
+		errors.As(err, &stall), errors.As(err, &spent):
 		code = codes.ResourceExhausted
 	case errors.Is(err, columnarlog.ErrOffsetOutOfRange):
 		code = codes.OutOfRange

@@ -34,11 +34,17 @@ func (s *Server) doGet(raw []byte, stream flight.FlightService_DoGetServer) erro
 		if plain {
 			s.opts.Logger.Debug("scan sent uncompressed", "table", tk.Table, "because", why)
 		}
-		return s.streamScan(ctx, tk, plain, stream)
+		return s.pipe(ctx, stream, scanReadAhead, nil, true, func(ctx context.Context, out flight.DataStreamWriter) error {
+			return s.streamScan(ctx, tk, plain, out)
+		})
 	case "query":
-		return s.streamQuery(ctx, tk.SQL, nil, stream)
+		return s.pipe(ctx, stream, queryReadAhead(), nil, false, func(ctx context.Context, out flight.DataStreamWriter) error {
+			return s.streamQuery(ctx, tk.SQL, nil, out)
+		})
 	case "changes":
-		return s.streamChanges(ctx, tk, stream)
+		return s.pipe(ctx, stream, followReadAhead*int64(max(1, len(tk.Ranges))), s.stopping, false, func(ctx context.Context, out flight.DataStreamWriter) error {
+			return s.streamChanges(ctx, tk, out)
+		})
 	case "prepared":
 		p, err := s.prepared.get(tk.Handle)
 		if err != nil {
@@ -48,7 +54,9 @@ func (s *Server) doGet(raw []byte, stream flight.FlightService_DoGetServer) erro
 		if err != nil {
 			return err
 		}
-		return s.streamQuery(ctx, p.sql, args, stream)
+		return s.pipe(ctx, stream, queryReadAhead(), nil, false, func(ctx context.Context, out flight.DataStreamWriter) error {
+			return s.streamQuery(ctx, p.sql, args, out)
+		})
 	}
 	return fmt.Errorf("%w: ticket kind %q", errInvalid, tk.Kind)
 }
@@ -58,7 +66,7 @@ func (s *Server) doGet(raw []byte, stream flight.FlightService_DoGetServer) erro
 // its encoded bytes; only batches written under an older schema version
 // (before an ADD COLUMN) are decoded, to add the new columns as nulls, and
 // with plain every compressed batch is decoded and sent uncompressed.
-func (s *Server) streamScan(ctx context.Context, tk *ticket, plain bool, stream flight.FlightService_DoGetServer) error {
+func (s *Server) streamScan(ctx context.Context, tk *ticket, plain bool, stream flight.DataStreamWriter) error {
 	t, err := s.store.ByID(ctx, tk.Table)
 	if err != nil {
 		return err
@@ -181,7 +189,7 @@ func isIdentity(cols []int, n int) bool {
 }
 
 // streamQuery runs a query in the engine and streams its records.
-func (s *Server) streamQuery(ctx context.Context, sql string, args []any, stream flight.FlightService_DoGetServer) error {
+func (s *Server) streamQuery(ctx context.Context, sql string, args []any, stream flight.DataStreamWriter) error {
 	if s.engine == nil {
 		return fmt.Errorf("%w: only plain scans (SELECT * or columns FROM a table) are served by this node", errUnsupported)
 	}
@@ -216,14 +224,15 @@ func (r relabeled) Next() (arrow.RecordBatch, error) {
 	return array.NewRecordBatch(r.schema, rec.Columns(), rec.NumRows()), nil
 }
 
-func writeStream(stream flight.FlightService_DoGetServer, schema *arrow.Schema, rs scan.RecordStream, s *Server) error {
-	w := flight.NewRecordWriter(stream, ipc.WithSchema(schema), ipc.WithAllocator(s.opts.Mem))
+// writeStream writes schema and the records of rs to stream.
+func writeStream(stream flight.DataStreamWriter, schema *arrow.Schema, rs scan.RecordStream, s *Server) error {
+	w := newRecordWriter(stream, ipc.WithSchema(schema), ipc.WithAllocator(s.opts.Mem))
 	defer w.Close()
 	for {
 		rec, err := rs.Next()
 		if err != nil {
 			if err == errEOF {
-				return nil
+				return w.Close() // sends the schema of an empty result
 			}
 			return err
 		}

@@ -36,6 +36,7 @@ import (
 type testServer struct {
 	t     testing.TB
 	addr  string
+	srv   *flightsrv.Server
 	mem   *memory.CheckedAllocator
 	store *tables.Store
 	cat   *catalog.Catalog
@@ -84,7 +85,7 @@ func startServer(t testing.TB, cfg serverConfig) *testServer {
 	if cfg.goMem {
 		mem = memory.NewGoAllocator()
 	}
-	ts.addr, ts.cl = serve(t, store, cfg.opts, mem)
+	ts.addr, ts.cl, ts.srv = serve(t, store, cfg.opts, mem)
 	t.Cleanup(func() {
 		if err := store.Close(); err != nil {
 			t.Errorf("close store: %v", err)
@@ -102,13 +103,13 @@ func startServer(t testing.TB, cfg serverConfig) *testServer {
 func startServerOver(t testing.TB, ts *testServer, maxEndpoints int) *testServer {
 	t.Helper()
 	ts2 := &testServer{t: ts.t, mem: ts.mem, store: ts.store, cat: ts.cat}
-	ts2.addr, ts2.cl = serve(t, ts.store, flightsrv.Options{MaxEndpoints: maxEndpoints}, ts.mem)
+	ts2.addr, ts2.cl, ts2.srv = serve(t, ts.store, flightsrv.Options{MaxEndpoints: maxEndpoints}, ts.mem)
 	return ts2
 }
 
 // serve runs a service over store on 127.0.0.1:0 until the test ends and
-// returns its address and a connected client.
-func serve(t testing.TB, store *tables.Store, opts flightsrv.Options, mem memory.Allocator) (string, *flightsql.Client) {
+// returns its address, a connected client and the service.
+func serve(t testing.TB, store *tables.Store, opts flightsrv.Options, mem memory.Allocator) (string, *flightsql.Client, *flightsrv.Server) {
 	t.Helper()
 	opts.Mem = mem
 	srv, err := flightsrv.New(store, nil, opts)
@@ -132,7 +133,7 @@ func serve(t testing.TB, store *tables.Store, opts flightsrv.Options, mem memory
 			t.Errorf("serve: %v", err)
 		}
 	})
-	return lis.Addr().String(), cl
+	return lis.Addr().String(), cl, srv
 }
 
 func dial(t testing.TB, addr string) *flightsql.Client {
@@ -461,4 +462,16 @@ func addColumn(t testing.TB, rec arrow.RecordBatch, c col) arrow.RecordBatch {
 	fields := append(slices.Clone(rec.Schema().Fields()), extra.Schema().Field(0))
 	cols := append(slices.Clone(rec.Columns()), extra.Column(0))
 	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows())
+}
+
+// waitFor waits until cond holds, failing the test after 20s.
+func waitFor(t testing.TB, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in 20s")
+		}
+		time.Sleep(time.Millisecond) // polling a condition that has no event to wait on
+	}
 }

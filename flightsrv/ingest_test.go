@@ -619,3 +619,36 @@ func setOffset(t testing.TB, meta, body []byte, buf, i int, v int32) {
 	}
 	binary.LittleEndian.PutUint32(body[b.Offset+int64(i*4):], uint32(v))
 }
+
+// A DoPut whose first message carries no descriptor, or a descriptor that
+// is neither a path nor a command, is refused as the client's mistake, not
+// a panic recovered as INTERNAL; the server goes on serving.
+func TestDoPutWithoutDescriptor(t *testing.T) {
+	ts := startServer(t, serverConfig{})
+	ts.mustExec("CREATE TABLE ev " + eventsCols)
+	schema := eventsSchema()
+	meta, body := batchMessage(t, events(t, 0, 3), arrowmsg.CodecNone)
+	for _, tc := range []struct {
+		name string
+		desc *flight.FlightDescriptor
+		want string
+	}{
+		{"no descriptor", nil, "without a flight descriptor"},
+		{"unknown type", &flight.FlightDescriptor{}, "without a command"},
+		{"command type, empty command", &flight.FlightDescriptor{Type: flight.DescriptorCMD}, "without a command"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := ts.putRaw(schemaData(tc.desc, schema), &flight.FlightData{DataHeader: meta, DataBody: body})
+			expectCode(t, err, codes.InvalidArgument, tc.want)
+		})
+	}
+	// A descriptor on a later message does not make up for the first.
+	err := ts.putRaw(schemaData(nil, schema), &flight.FlightData{FlightDescriptor: pathDesc("ev"), DataHeader: meta, DataBody: body})
+	expectCode(t, err, codes.InvalidArgument, "without a flight descriptor")
+	if got := ts.count("ev"); got != 0 {
+		t.Errorf("refused puts stored %d rows", got)
+	}
+	if _, err := ts.putRecords(pathDesc("ev"), events(t, 0, 5)); err != nil {
+		t.Fatalf("a good DoPut after the refusals: %v", err)
+	}
+}

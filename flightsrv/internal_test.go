@@ -41,6 +41,8 @@ func TestToStatus(t *testing.T) {
 		{wrap(errInvalid), codes.InvalidArgument},
 		{wrap(arrowmsg.ErrTooLarge), codes.ResourceExhausted},
 		{wrap(columnarlog.ErrBatchTooLarge), codes.ResourceExhausted},
+		{wrap(stallError{timeout: time.Minute, waiting: 1 << 20}), codes.ResourceExhausted},
+		{budgetError{limit: 1 << 30, waited: time.Minute}, codes.ResourceExhausted},
 		{wrap(columnarlog.ErrOffsetOutOfRange), codes.OutOfRange},
 		{wrap(errUnsupported), codes.Unimplemented},
 		{errors.New("disk on fire"), codes.Internal},

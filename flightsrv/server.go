@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -42,6 +43,20 @@ type Options struct {
 	MaxEndpoints int
 	// PreparedTTL expires prepared statements idle this long. Default 10m.
 	PreparedTTL time.Duration
+	// StreamMemory is the memory budget of all DoGet result streams
+	// (scans, queries, subscriptions) together: each stream is charged its
+	// readers' read-ahead and its window (its results from when they are
+	// produced until gRPC has written them to the connection), and waits
+	// to start until they fit (pipe.go). Default 1 GiB.
+	StreamMemory int64
+	// StreamWindow is how many bytes of messages one stream may have
+	// produced and not yet had written to its connection before it waits
+	// for its client. A larger message goes alone. Default 4 MiB.
+	StreamWindow int64
+	// StallTimeout cuts off, with ResourceExhausted, a stream whose client
+	// has read nothing for this long while results wait, and a stream that
+	// has waited this long for room in StreamMemory. Default 5m.
+	StallTimeout time.Duration
 	// Version is reported by GetSqlInfo.
 	Version string
 	Mem     memory.Allocator
@@ -61,6 +76,15 @@ func (o *Options) ensureDefaults() {
 	if o.PreparedTTL == 0 {
 		o.PreparedTTL = 10 * time.Minute
 	}
+	if o.StreamMemory == 0 {
+		o.StreamMemory = 1 << 30
+	}
+	if o.StreamWindow == 0 {
+		o.StreamWindow = 4 << 20
+	}
+	if o.StallTimeout == 0 {
+		o.StallTimeout = 5 * time.Minute
+	}
 	if o.Version == "" {
 		o.Version = "dev"
 	}
@@ -72,6 +96,22 @@ func (o *Options) ensureDefaults() {
 	}
 }
 
+// validate reports every problem with the options at once.
+func (o *Options) validate() error {
+	var errs []error
+	if o.StreamMemory < 0 {
+		errs = append(errs, fmt.Errorf("stream memory %d: want a positive size", o.StreamMemory))
+	}
+	if o.StreamWindow < grpcWriteQuota || o.StreamWindow > o.StreamMemory {
+		errs = append(errs, fmt.Errorf("stream window %s: want at least %s (gRPC's write quota) and at most the stream memory, %s",
+			fmtBytes(o.StreamWindow), fmtBytes(grpcWriteQuota), fmtBytes(o.StreamMemory)))
+	}
+	if o.StallTimeout < 0 {
+		errs = append(errs, fmt.Errorf("stall timeout %s: want a positive duration", o.StallTimeout))
+	}
+	return errors.Join(errs...)
+}
+
 // Server implements the Flight SQL handlers.
 type Server struct {
 	flightsql.BaseServer
@@ -79,6 +119,12 @@ type Server struct {
 	store    *tables.Store
 	engine   QueryEngine // nil: only DDL and plain scans
 	prepared *preparedStore
+	budget   *budget
+	streams  struct {
+		active, waiting  atomic.Int64
+		stalled, refused atomic.Int64
+		produced         atomic.Int64 // bytes of results produced and not yet written
+	}
 	stopping chan struct{} // closed by Shutdown
 	stopOnce sync.Once
 }
@@ -86,7 +132,11 @@ type Server struct {
 // New returns a server over store; engine may be nil.
 func New(store *tables.Store, engine QueryEngine, opts Options) (*Server, error) {
 	opts.ensureDefaults()
-	s := &Server{opts: opts, store: store, engine: engine, prepared: newPreparedStore(opts.PreparedTTL), stopping: make(chan struct{})}
+	if err := opts.validate(); err != nil {
+		return nil, fmt.Errorf("flight options: %w", err)
+	}
+	s := &Server{opts: opts, store: store, engine: engine, prepared: newPreparedStore(opts.PreparedTTL),
+		budget: newBudget(opts.StreamMemory), stopping: make(chan struct{})}
 	if err := s.registerSqlInfo(); err != nil {
 		return nil, err
 	}
@@ -109,12 +159,39 @@ func (s *Server) Expire(ctx context.Context) {
 	}
 }
 
+// StreamStats is the state of the DoGet result streams and of their
+// memory budget.
+type StreamStats struct {
+	Budget   int64 // Options.StreamMemory
+	Used     int64 // bytes charged to the budget now: streams' read-ahead and windows, and what gRPC holds of streams that ended
+	Peak     int64 // the most bytes charged at once since the server started
+	Produced int64 // bytes of results produced and not yet written to their connections
+	Streams  int64 // result streams being served
+	Waiting  int64 // of them, those waiting for their client or for the budget
+	Stalled  int64 // streams cut off since start: their client read nothing for the stall timeout
+	Refused  int64 // streams that gave up since start, after waiting the stall timeout for the budget
+}
+
+// StreamStats reports the result streams and their memory budget.
+func (s *Server) StreamStats() StreamStats {
+	used, peak, _ := s.budget.stats()
+	return StreamStats{
+		Budget: s.opts.StreamMemory, Used: used, Peak: peak, Produced: s.streams.produced.Load(),
+		Streams: s.streams.active.Load(), Waiting: s.streams.waiting.Load(),
+		Stalled: s.streams.stalled.Load(), Refused: s.streams.refused.Load(),
+	}
+}
+
 // GRPCServer returns a gRPC server with the Flight service registered, its
-// message limits raised, and panics in handlers turned into errors.
+// message limits raised, and panics in handlers turned into errors. Its
+// codec and stats handler let result streams see when gRPC has written
+// their messages (window.go).
 func (s *Server) GRPCServer() *grpc.Server {
 	g := grpc.NewServer(
 		grpc.MaxRecvMsgSize(s.opts.MaxMessageBytes),
 		grpc.MaxSendMsgSize(s.opts.MaxMessageBytes),
+		grpc.ForceServerCodecV2(newCodec()),
+		grpc.StatsHandler(connTracker{}),
 		grpc.ChainUnaryInterceptor(s.recoverUnary),
 		grpc.ChainStreamInterceptor(s.recoverStream),
 	)
@@ -165,8 +242,16 @@ func (w *service) DoPut(stream flight.FlightService_DoPutServer) error {
 	if err != nil {
 		return err
 	}
-	if d := first.GetFlightDescriptor(); d != nil && d.GetType() == flight.DescriptorPATH {
+	// The Flight SQL router reads the command from the descriptor of the
+	// first message and fails with a nil dereference without one.
+	d := first.GetFlightDescriptor()
+	switch {
+	case d == nil:
+		return fmt.Errorf("%w: DoPut without a flight descriptor: the first message must carry a PATH descriptor ([table] or [database, table]) or a Flight SQL command", errInvalid)
+	case d.GetType() == flight.DescriptorPATH:
 		return w.s.doPutPath(cs, d.GetPath())
+	case d.GetType() != flight.DescriptorCMD || len(d.GetCmd()) == 0:
+		return fmt.Errorf("%w: DoPut descriptor of type %s without a command: want a PATH descriptor or a Flight SQL command", errInvalid, d.GetType())
 	}
 	return w.FlightServer.DoPut(cs)
 }

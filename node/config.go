@@ -19,6 +19,7 @@ import (
 
 	"github.com/lakestream/lakestream/catalog"
 	"github.com/lakestream/lakestream/columnarlog"
+	"github.com/lakestream/lakestream/internal/vfs"
 	"github.com/lakestream/lakestream/tiering"
 )
 
@@ -65,12 +66,44 @@ type Config struct {
 	// benchmarks that choose when rounds run and read their results).
 	// Default TieringBackground.
 	Tiering string
+	// EngineMemory is the query engine's memory limit (DuckDB's
+	// memory_limit): a size ("4GiB") or a percentage of the memory
+	// available to the process ("25%": of the physical memory, or of the
+	// cgroup's limit when that is lower). A query that needs more fails
+	// with ResourceExhausted; nothing spills to disk (planner/duck says
+	// why). Default "25%": DuckDB's own default, 80%, leaves too little for
+	// the log, its cache and the result streams of the same process.
+	EngineMemory string
+	// QueryTimeout bounds each statement the engine runs (a query, or the
+	// source of an INSERT), from its start until its last row is produced,
+	// including the time its client takes to read a result larger than the
+	// stream window. At the deadline DuckDB is interrupted and the call
+	// fails with DeadlineExceeded. Default 30m.
+	QueryTimeout time.Duration
+	// StreamMemory is the memory budget of all result streams (scans,
+	// queries and subscriptions) together: their readers' read-ahead and
+	// the results produced and not yet written to the connection. A
+	// stream waits for room. A size or a percentage, as EngineMemory.
+	// Default "20%".
+	StreamMemory string
+	// StreamWindow is how much of its results one stream may have produced
+	// and not yet written to its client's connection before it waits for
+	// the client. Default "4MiB".
+	StreamWindow string
+	// StallTimeout cuts off, with ResourceExhausted, a stream whose client
+	// has read nothing for this long while results wait, and a stream that
+	// has waited this long for room in StreamMemory. Default 5m.
+	StallTimeout time.Duration
 	// LakeMaintenance is the lake maintenance policy
 	// (tiering.Maintenance); each zero field takes its default there.
 	// EveryRounds and OrphanEveryRounds schedule the background loop's
 	// passes, so with TieringManual they must be zero: the caller
 	// schedules its Lake().Maintain calls itself.
 	LakeMaintenance tiering.Maintenance
+	// LogFS is the filesystem the table logs are kept in, under
+	// DataDir/tables. Default: the operating system's. Tests pass a
+	// vfs.MemFS to inject I/O errors.
+	LogFS vfs.FS
 	// Version is reported by the server.
 	Version string
 	Logger  *slog.Logger
@@ -122,6 +155,21 @@ func (c *Config) EnsureDefaults() {
 	if c.Tiering == "" {
 		c.Tiering = TieringBackground
 	}
+	if c.EngineMemory == "" {
+		c.EngineMemory = "25%"
+	}
+	if c.QueryTimeout == 0 {
+		c.QueryTimeout = 30 * time.Minute
+	}
+	if c.StreamMemory == "" {
+		c.StreamMemory = "20%"
+	}
+	if c.StreamWindow == "" {
+		c.StreamWindow = "4MiB"
+	}
+	if c.StallTimeout == 0 {
+		c.StallTimeout = 5 * time.Minute
+	}
 	if c.Version == "" {
 		c.Version = "dev"
 	}
@@ -162,7 +210,53 @@ func (c *Config) Validate() error {
 	if err := c.validateTiering(); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, c.validateLimits()...)
 	return errors.Join(errs...)
+}
+
+// minEngineMemory is the smallest engine memory limit accepted: DuckDB
+// needs some to run anything.
+const minEngineMemory = 64 << 20
+
+// validateLimits checks the memory limits and timeouts of queries and
+// result streams.
+func (c *Config) validateLimits() []error {
+	var errs []error
+	if n, err := c.engineMemory(); err != nil {
+		errs = append(errs, fmt.Errorf("engine memory %w", err))
+	} else if n < minEngineMemory {
+		errs = append(errs, fmt.Errorf("engine memory %q: %d bytes, want at least 64MiB", c.EngineMemory, n))
+	}
+	budget, err := c.streamMemory()
+	if err != nil {
+		errs = append(errs, fmt.Errorf("stream memory %w", err))
+	}
+	if w, err := c.streamWindow(); err != nil {
+		errs = append(errs, fmt.Errorf("stream window %w", err))
+	} else if w < 64<<10 || (budget > 0 && w > budget) {
+		errs = append(errs, fmt.Errorf("stream window %q: want at least 64KiB (gRPC's own window) and at most the stream memory", c.StreamWindow))
+	}
+	for name, d := range map[string]time.Duration{"query timeout": c.QueryTimeout, "stall timeout": c.StallTimeout} {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("%s %s: want a positive duration", name, d))
+		}
+	}
+	return errs
+}
+
+// engineMemory is EngineMemory in bytes.
+func (c *Config) engineMemory() (int64, error) { return parseMemory(c.EngineMemory, availableMemory()) }
+
+// streamMemory is StreamMemory in bytes.
+func (c *Config) streamMemory() (int64, error) { return parseMemory(c.StreamMemory, availableMemory()) }
+
+// streamWindow is StreamWindow in bytes.
+func (c *Config) streamWindow() (int64, error) {
+	n, err := catalog.ParseSize(c.StreamWindow)
+	if err != nil {
+		return 0, fmt.Errorf("%q: want a size such as 4MiB", c.StreamWindow)
+	}
+	return n, nil
 }
 
 // validateTiering checks Tiering, and that LakeMaintenance schedules no

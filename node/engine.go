@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/lakestream/lakestream/flightsrv"
 	"github.com/lakestream/lakestream/internal/scan"
@@ -16,9 +17,18 @@ type engine interface {
 	Close() error
 }
 
-// newEngine starts embedded DuckDB, locked down, over the node's tables.
+// newEngine starts embedded DuckDB, locked down, over the node's tables,
+// with the configured memory limit and query timeout.
 func newEngine(res scan.Resolver, cfg Config) (engine, error) {
-	return duck.New(res, duck.Options{Logger: cfg.Logger})
+	limit, err := cfg.engineMemory()
+	if err != nil {
+		return nil, err
+	}
+	return duck.New(res, duck.Options{
+		MemoryLimit:  fmt.Sprintf("%dKiB", limit>>10),
+		QueryTimeout: cfg.QueryTimeout,
+		Logger:       cfg.Logger,
+	})
 }
 
 // Resolver is what a node's queries can name: the system tables of the

@@ -25,15 +25,57 @@ import (
 func (n *Node) httpHandler() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&logCollector{n: n}, &lakeCollector{n: n}, &cacheCollector{n: n}, &healthCollector{n: n})
+		&logCollector{n: n}, &lakeCollector{n: n}, &cacheCollector{n: n}, &healthCollector{n: n}, &streamCollector{n: n})
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorHandling: promhttp.ContinueOnError,
 		ErrorLog:      promLog{n.cfg.Logger},
 	}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/healthz", n.healthz)
 	mux.HandleFunc("/{$}", n.statusPage)
 	return mux
+}
+
+// healthz answers 200 "ok" while every table's log accepts writes, and 503
+// naming the tables whose logs refuse them, with why (a full disk, a
+// failed fsync), otherwise. The node still serves reads then: a load
+// balancer takes it out of the write path, not the operator's sight.
+func (n *Node) healthz(w http.ResponseWriter, r *http.Request) {
+	failing := n.writeFailures(r.Context())
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if len(failing) == 0 {
+		fmt.Fprintln(w, "ok")
+		return
+	}
+	w.WriteHeader(http.StatusServiceUnavailable)
+	fmt.Fprintf(w, "writes refused by %d table(s); reads are served\n", len(failing))
+	for _, f := range failing {
+		fmt.Fprintf(w, "%s: %v\n", f.table, f.err)
+	}
+}
+
+type writeFailure struct {
+	table string
+	err   error
+}
+
+// writeFailures lists the tables whose logs refuse writes, by name.
+func (n *Node) writeFailures(ctx context.Context) []writeFailure {
+	defs, err := n.cat.AllTables(ctx)
+	if err != nil {
+		return []writeFailure{{"catalog", err}}
+	}
+	var out []writeFailure
+	for _, d := range defs {
+		t, err := n.store.ByID(ctx, d.ID)
+		if err != nil {
+			continue // dropped meanwhile
+		}
+		if err := t.Log().Err(); err != nil {
+			out = append(out, writeFailure{d.FullName(), err})
+		}
+	}
+	return out
 }
 
 var (
@@ -41,6 +83,7 @@ var (
 	descStart     = prometheus.NewDesc("lakestream_log_start_offset", "First offset still in the bucket's local log.", []string{"table", "bucket"}, nil)
 	descBytes     = prometheus.NewDesc("lakestream_log_bytes", "Bytes of the bucket's local log segments.", []string{"table", "bucket"}, nil)
 	descSegments  = prometheus.NewDesc("lakestream_log_segments", "Segments of the bucket's local log.", []string{"table", "bucket"}, nil)
+	descRefusing  = prometheus.NewDesc("lakestream_log_refusing_writes", "1 while the table's log refuses writes after a failed write or sync (see /healthz).", []string{"table"}, nil)
 )
 
 // logCollector reports every bucket's log offsets at scrape time.
@@ -51,10 +94,22 @@ func (c *logCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descStart
 	ch <- descBytes
 	ch <- descSegments
+	ch <- descRefusing
 }
 
 func (c *logCollector) Collect(ch chan<- prometheus.Metric) {
+	refusing := map[string]bool{}
+	for _, f := range c.n.writeFailures(context.Background()) {
+		refusing[f.table] = true
+	}
 	for _, row := range c.n.bucketRows(context.Background()) {
+		if row.Bucket == 0 {
+			v := 0.0
+			if refusing[row.Table] {
+				v = 1
+			}
+			gauge(ch, descRefusing, v, row.Table)
+		}
 		labels := []string{row.Table, fmt.Sprint(row.Bucket)}
 		gauge(ch, descCommitted, float64(row.Committed), labels...)
 		gauge(ch, descStart, float64(row.Start), labels...)
@@ -228,6 +283,40 @@ func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descCacheBytes, prometheus.GaugeValue, float64(st.Bytes))
 	ch <- prometheus.MustNewConstMetric(descCacheHits, prometheus.CounterValue, float64(st.Hits))
 	ch <- prometheus.MustNewConstMetric(descCacheMisses, prometheus.CounterValue, float64(st.Misses))
+}
+
+var (
+	descStreamBudget   = prometheus.NewDesc("lakestream_stream_memory_budget_bytes", "Memory budget of the result streams (--stream-memory).", nil, nil)
+	descStreamUsed     = prometheus.NewDesc("lakestream_stream_memory_used_bytes", "Bytes charged to the stream memory budget: read-ahead and windows of running streams, and what gRPC holds of ended ones.", nil, nil)
+	descStreamPeak     = prometheus.NewDesc("lakestream_stream_memory_peak_bytes", "The most bytes charged to the stream memory budget at once since start.", nil, nil)
+	descStreamProduced = prometheus.NewDesc("lakestream_stream_produced_bytes", "Bytes of results produced and not yet written to their connections.", nil, nil)
+	descStreams        = prometheus.NewDesc("lakestream_streams", "Result streams being served.", nil, nil)
+	descStreamsWaiting = prometheus.NewDesc("lakestream_streams_waiting", "Result streams waiting for their client or for the stream memory budget.", nil, nil)
+	descStreamsCut     = prometheus.NewDesc("lakestream_streams_cut_total", "Result streams ended by the stall timeout: their client read nothing (stalled) or they waited for the budget (refused).", []string{"reason"}, nil)
+)
+
+// streamCollector reports the result streams and their memory budget.
+type streamCollector struct{ n *Node }
+
+func (c *streamCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descStreamBudget, descStreamUsed, descStreamPeak, descStreamProduced, descStreams, descStreamsWaiting, descStreamsCut} {
+		ch <- d
+	}
+}
+
+func (c *streamCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.n.flight.StreamStats()
+	gauge := func(d *prometheus.Desc, v int64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v))
+	}
+	gauge(descStreamBudget, st.Budget)
+	gauge(descStreamUsed, st.Used)
+	gauge(descStreamPeak, st.Peak)
+	gauge(descStreamProduced, st.Produced)
+	gauge(descStreams, st.Streams)
+	gauge(descStreamsWaiting, st.Waiting)
+	ch <- prometheus.MustNewConstMetric(descStreamsCut, prometheus.CounterValue, float64(st.Stalled), "stalled")
+	ch <- prometheus.MustNewConstMetric(descStreamsCut, prometheus.CounterValue, float64(st.Refused), "refused")
 }
 
 type bucketRow struct {

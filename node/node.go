@@ -102,7 +102,7 @@ func (n *Node) open(ctx context.Context) error {
 	store, err := tables.Open(ctx, cat, tables.Config{
 		CacheBytes: cacheBytes,
 		Dir:        filepath.Join(cfg.DataDir, "tables"),
-		Log:        columnarlog.Options{Sync: sync, Logger: cfg.Logger},
+		Log:        columnarlog.Options{FS: cfg.LogFS, Sync: sync, Logger: cfg.Logger},
 		Logger:     cfg.Logger,
 	})
 	if err != nil {
@@ -120,7 +120,18 @@ func (n *Node) open(ctx context.Context) error {
 	if n.engine, err = newEngine(Resolver(store, n.lake), cfg); err != nil {
 		return err
 	}
-	srv, err := flightsrv.New(store, n.engine, flightsrv.Options{Version: cfg.Version, Logger: cfg.Logger})
+	streamMemory, _ := cfg.streamMemory()
+	streamWindow, _ := cfg.streamWindow()
+	engineMemory, _ := cfg.engineMemory()
+	cfg.Logger.Info("memory limits", "available", availableMemory(), "engine_memory", engineMemory, "query_timeout", cfg.QueryTimeout,
+		"stream_memory", streamMemory, "stream_window", streamWindow, "stall_timeout", cfg.StallTimeout)
+	srv, err := flightsrv.New(store, n.engine, flightsrv.Options{
+		StreamMemory: streamMemory,
+		StreamWindow: streamWindow,
+		StallTimeout: cfg.StallTimeout,
+		Version:      cfg.Version,
+		Logger:       cfg.Logger,
+	})
 	if err != nil {
 		return err
 	}

@@ -7,8 +7,11 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,9 +22,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go/table"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	"github.com/lakestream/lakestream/internal/scan"
+	"github.com/lakestream/lakestream/internal/vfs"
 	"github.com/lakestream/lakestream/tiering"
 )
 
@@ -467,5 +473,162 @@ func TestPlainScanOfTieredTableReadsLakeFiles(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(err.Error(), "not a data file") {
 		t.Fatalf("a ticket naming /etc/passwd: %v", err)
+	}
+}
+
+// /healthz is 503 while a table's log refuses writes after a failed write
+// (a full disk), naming the table and why; the node still answers reads,
+// of that table too, and the other tables still take writes.
+func TestHealthzReportsRefusedWrites(t *testing.T) {
+	fs := vfs.NewMem()
+	n, stop, done := startNodeWith(t, Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", HTTP: "127.0.0.1:0", LogFS: fs,
+		Logger: slog.New(slog.DiscardHandler)})
+	defer func() { stop(); <-done }()
+	cl := client(t, n.Addr())
+	ctx := context.Background()
+	for _, sql := range []string{
+		"CREATE TABLE filled (id BIGINT) WITH ('bucket.num'='2', 'bucket.key'='id')",
+		"CREATE TABLE fine (id BIGINT)",
+		"INSERT INTO filled SELECT range FROM range(100)",
+		"INSERT INTO fine SELECT range FROM range(100)",
+	} {
+		if _, err := cl.ExecuteUpdate(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	if code, body := get(t, n, "/healthz"); code != http.StatusOK || body != "ok\n" {
+		t.Fatalf("/healthz before: %d %q", code, body)
+	}
+	filled, err := n.Tables().Get(ctx, "", "filled")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(n.cfg.DataDir, "tables", strconv.FormatInt(filled.Def().ID, 10))
+	fs.InjectError(func(op vfs.Op, name string) error {
+		if op == vfs.OpWrite && strings.HasPrefix(name, dir) {
+			return syscall.ENOSPC
+		}
+		return nil
+	})
+	if _, err := cl.ExecuteUpdate(ctx, "INSERT INTO filled SELECT range FROM range(100, 200)"); err == nil {
+		t.Fatal("an insert into a full disk succeeded")
+	}
+	fs.InjectError(nil) // the disk has room again; the log stays refusing until restart
+	code, body := get(t, n, "/healthz")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "default.filled: ") ||
+		!strings.Contains(body, "no space left on device") || strings.Contains(body, "default.fine") {
+		t.Fatalf("/healthz with a refusing log: %d %q", code, body)
+	}
+	if _, metrics := get(t, n, "/metrics"); !strings.Contains(metrics, `lakestream_log_refusing_writes{table="default.filled"} 1`) ||
+		!strings.Contains(metrics, `lakestream_log_refusing_writes{table="default.fine"} 0`) {
+		t.Errorf("/metrics lacks the refusing-writes gauges")
+	}
+	if got := queryInt64(t, cl, "SELECT count(*)::BIGINT FROM filled"); got != 100 {
+		t.Errorf("filled serves %d rows, want the 100 acknowledged", got)
+	}
+	if _, err := cl.ExecuteUpdate(ctx, "INSERT INTO fine SELECT range FROM range(5)"); err != nil {
+		t.Errorf("a write to another table: %v", err)
+	}
+	if _, err := cl.ExecuteUpdate(ctx, "INSERT INTO filled SELECT range FROM range(5)"); err == nil {
+		t.Errorf("the refusing log took a write")
+	}
+}
+
+func get(t *testing.T, n *Node, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + n.HTTPAddr() + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
+}
+
+// The memory limits and timeouts of queries and result streams: defaults,
+// sizes or percentages of the memory available, and every bad value
+// reported at once.
+func TestConfigLimits(t *testing.T) {
+	var c Config
+	c.EnsureDefaults()
+	if c.EngineMemory != "25%" || c.StreamMemory != "20%" || c.StreamWindow != "4MiB" || c.QueryTimeout != 30*time.Minute || c.StallTimeout != 5*time.Minute {
+		t.Fatalf("defaults %q %q %q %s %s", c.EngineMemory, c.StreamMemory, c.StreamWindow, c.QueryTimeout, c.StallTimeout)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	if total := availableMemory(); total < 64<<20 {
+		t.Fatalf("available memory %d", total)
+	}
+	for _, tc := range []struct {
+		v    string
+		want int64
+	}{{"25%", 250 << 20}, {"12.5 %", 125 << 20}, {"512MiB", 512 << 20}, {"1GB", 1_000_000_000}, {"100%", 1000 << 20}} {
+		if got, err := parseMemory(tc.v, 1000<<20); err != nil || got != tc.want {
+			t.Errorf("parseMemory(%q) = %d, %v; want %d", tc.v, got, err, tc.want)
+		}
+	}
+	for _, v := range []string{"0%", "101%", "-5%", "NaN%", "%", "lots", "0", "-1MiB"} {
+		if _, err := parseMemory(v, 1000<<20); err == nil {
+			t.Errorf("parseMemory(%q): no error", v)
+		}
+	}
+	bad := Config{EngineMemory: "1MiB", StreamMemory: "lots", StreamWindow: "1KiB", QueryTimeout: -time.Second, StallTimeout: -time.Second}
+	bad.EnsureDefaults()
+	err := bad.Validate()
+	for _, want := range []string{`engine memory "1MiB"`, `stream memory "lots"`, `stream window "1KiB"`, "query timeout -1s", "stall timeout -1s"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("validate error %v lacks %q", err, want)
+		}
+	}
+	wide := Config{StreamMemory: "1MiB", StreamWindow: "2MiB"}
+	wide.EnsureDefaults()
+	if err := wide.Validate(); err == nil || !strings.Contains(err.Error(), "at most the stream memory") {
+		t.Errorf("a window wider than the stream memory: %v", err)
+	}
+}
+
+// The engine runs with the configured memory limit, and a query past the
+// query timeout fails with DeadlineExceeded naming it; the node goes on.
+func TestEngineLimits(t *testing.T) {
+	n, stop, done := startNodeWith(t, Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", HTTP: "off",
+		EngineMemory: "256MiB", QueryTimeout: 300 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	defer func() { stop(); <-done }()
+	cl := client(t, n.Addr())
+	ctx := context.Background()
+	info, err := cl.Execute(ctx, "SELECT current_setting('memory_limit') AS m, current_setting('temp_directory') AS t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdr, err := cl.DoGet(ctx, info.Endpoint[0].Ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rdr.Next() {
+		t.Fatal(rdr.Err())
+	}
+	if got := rdr.RecordBatch().Column(0).ValueStr(0) + "|" + rdr.RecordBatch().Column(1).ValueStr(0); got != "256.0 MiB|" {
+		t.Errorf("memory limit and temp directory %q, want 256.0 MiB and none", got)
+	}
+	rdr.Release()
+	info, err = cl.Execute(ctx, "SELECT count(*) FROM range(1000000) a, range(10000000) b WHERE a.range + b.range > 0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdr, err = cl.DoGet(ctx, info.Endpoint[0].Ticket)
+	if err == nil {
+		for rdr.Next() {
+		}
+		err = rdr.Err()
+		rdr.Release()
+	}
+	if status.Code(err) != codes.DeadlineExceeded || !strings.Contains(err.Error(), "query timeout of 300ms exceeded") {
+		t.Fatalf("a query past the timeout: %v, want DeadlineExceeded naming the timeout", err)
+	}
+	if got := queryInt64(t, cl, "SELECT count(*)::BIGINT FROM range(1000)"); got != 1000 {
+		t.Fatalf("a query after the timeout: %d", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 func TestConfigPrecedence(t *testing.T) {
@@ -35,5 +36,27 @@ func TestConfigErrors(t *testing.T) {
 	bad := func(k string) (string, bool) { return "many", k == "LAKESTREAM_DEFAULT_BUCKETS" }
 	if _, err := loadConfig(nil, bad); err == nil {
 		t.Error("bad environment value accepted")
+	}
+}
+
+// The limits of queries and result streams are flags like the others.
+func TestConfigLimitFlags(t *testing.T) {
+	env := map[string]string{"LAKESTREAM_STREAM_MEMORY": "2GiB", "LAKESTREAM_STALL_TIMEOUT": "90s"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	cfg, err := loadConfig([]string{"--engine-memory", "40%", "--query-timeout", "2m", "--stream-window", "1MiB"}, lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.EngineMemory != "40%" || cfg.QueryTimeout != 2*time.Minute || cfg.StreamMemory != "2GiB" ||
+		cfg.StreamWindow != "1MiB" || cfg.StallTimeout != 90*time.Second {
+		t.Fatalf("config %+v", cfg)
+	}
+	cfg, err = loadConfig(nil, func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.EngineMemory != "25%" || cfg.QueryTimeout != 30*time.Minute || cfg.StreamMemory != "20%" ||
+		cfg.StreamWindow != "4MiB" || cfg.StallTimeout != 5*time.Minute {
+		t.Fatalf("defaults %+v", cfg)
 	}
 }

@@ -77,7 +77,7 @@ func newEngine(res scan.Resolver, opts Options, lock bool) (*Engine, error) {
 		return nil, err
 	}
 	e.log.Info("duckdb engine started", "version", bindings.LibraryVersion(),
-		"threads", opts.Threads, "memory_limit", opts.MemoryLimit)
+		"threads", opts.Threads, "memory_limit", opts.MemoryLimit, "query_timeout", opts.QueryTimeout)
 	return e, nil
 }
 
@@ -91,6 +91,14 @@ func newEngine(res scan.Resolver, opts Options, lock bool) (*Engine, error) {
 //     =false: no extension is fetched or loaded on demand. Extensions that
 //     are statically linked (core_functions, icu, json, parquet, ...) stay
 //     available; INSTALL and LOAD fail.
+//   - temp_directory empty: nothing spills to disk; a query over memory_limit
+//     fails with an out-of-memory error. DuckDB adds its temp directory to
+//     the paths SQL may read even with external access off (read_text,
+//     read_blob and glob of it work, measured with DuckDB 1.5), and
+//     allowed_directories cannot be changed once external access is off:
+//     with a temp directory, every client could list and read the spill
+//     files of every other client's queries. Its default, ".tmp" under the
+//     working directory, is readable the same way.
 //   - TimeZone=UTC: TIMESTAMPTZ results are exported as timestamp[us, UTC]
 //     whatever the host's zone.
 //   - lock_configuration=true: SET of any setting fails from now on.
@@ -107,6 +115,7 @@ func openDB(opts Options, lock bool) (bindings.Database, error) {
 	settings := [][2]string{
 		{"duckdb_api", "lakestream"},
 		{"threads", strconv.Itoa(opts.Threads)},
+		{"temp_directory", ""},
 	}
 	if lock {
 		settings = append(settings, [][2]string{

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
+	"time"
 )
 
 // Options configures an Engine. The zero value is valid: every field
@@ -16,10 +17,17 @@ type Options struct {
 	Threads int
 
 	// MemoryLimit is DuckDB's memory_limit, e.g. "4GB" or "512MiB". Default
-	// "": DuckDB's own default (80% of physical memory). Queries that need
-	// more spill nowhere (there is no temp directory: external access is
-	// off) and fail with an out-of-memory error.
+	// "": DuckDB's own default (80% of physical memory); a node sets its
+	// own (node.Config.EngineMemory). A query that needs more fails with
+	// an "Out of Memory Error": nothing spills to disk, as the engine has no
+	// temp directory (openDB says why).
 	MemoryLimit string
+
+	// QueryTimeout bounds each statement, from Query or Describe until
+	// its stream is closed: at the deadline DuckDB is interrupted, and the
+	// stream fails with a *QueryTimeoutError (which is a
+	// context.DeadlineExceeded). Default 0: no timeout.
+	QueryTimeout time.Duration
 
 	// NoFilterPushdown turns off handing simple WHERE conjuncts to the
 	// scans (filters.go), for comparisons and as a way out. Default false:
@@ -46,6 +54,9 @@ func (o *Options) Validate() error {
 	var errs []error
 	if o.Threads < 0 {
 		errs = append(errs, fmt.Errorf("threads %d: must be positive", o.Threads))
+	}
+	if o.QueryTimeout < 0 {
+		errs = append(errs, fmt.Errorf("query timeout %s: must be positive", o.QueryTimeout))
 	}
 	for _, c := range o.MemoryLimit {
 		// The value is spliced into a SET statement; DuckDB's own parser

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	bindings "github.com/duckdb/duckdb-go-bindings"
@@ -21,14 +22,14 @@ var ErrNotQuery = errors.New("duck: not a query")
 // Query runs one SELECT (DuckDB dialect) with optional positional
 // parameters (? or $1) and streams the result as Arrow record batches. It
 // does not buffer the result: DuckDB produces chunks as the stream is read.
-// Cancelling ctx interrupts the query and fails the stream's Next; the
-// caller must Close the stream either way (Engine.Close closes streams left
-// open).
+// Cancelling ctx, or Options.QueryTimeout passing, interrupts the query and
+// fails the stream's Next; the caller must Close the stream either way
+// (Engine.Close closes streams left open).
 func (e *Engine) Query(ctx context.Context, sql string, args ...any) (scan.RecordStream, *arrow.Schema, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	qctx, cancel := context.WithCancel(ctx)
+	qctx, cancel := e.statementContext(ctx)
 	c, err := e.connect(qctx)
 	if err != nil {
 		cancel()
@@ -61,6 +62,8 @@ func (e *Engine) Describe(ctx context.Context, sql string) (result, params *arro
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
+	ctx, cancel := e.statementContext(ctx)
+	defer cancel()
 	c, err := e.connect(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -80,6 +83,36 @@ func (e *Engine) Describe(ctx context.Context, sql string) (result, params *arro
 		return nil, nil, err
 	}
 	return result, params, nil
+}
+
+// statementContext is the context of one statement: ctx, bounded by
+// Options.QueryTimeout.
+func (e *Engine) statementContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if e.opts.QueryTimeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeoutCause(ctx, e.opts.QueryTimeout, &QueryTimeoutError{Timeout: e.opts.QueryTimeout})
+}
+
+// QueryTimeoutError is the error of a statement that ran past
+// Options.QueryTimeout. It is a context.DeadlineExceeded.
+type QueryTimeoutError struct {
+	Timeout time.Duration
+}
+
+func (e *QueryTimeoutError) Error() string {
+	return fmt.Sprintf("query timeout of %s exceeded", e.Timeout)
+}
+
+func (e *QueryTimeoutError) Unwrap() error { return context.DeadlineExceeded }
+
+// ctxError is the error of a statement whose context ended: its cause (a
+// *QueryTimeoutError, when the timeout passed), else ctx.Err().
+func ctxError(ctx context.Context) error {
+	if cause := context.Cause(ctx); cause != nil {
+		return cause
+	}
+	return ctx.Err()
 }
 
 // errUnanalyzable is reported by bind for a statement whose table names

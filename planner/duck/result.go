@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -68,8 +69,8 @@ func (s *resultStream) start(sql string, args []any) error {
 		return err
 	}
 	s.stopInterrupt = context.AfterFunc(ctx, s.c.interrupt)
-	if err := ctx.Err(); err != nil {
-		return err
+	if ctx.Err() != nil {
+		return ctxError(ctx)
 	}
 	if bindings.ExecutePreparedStreaming(stmt, &s.res) == bindings.StateError {
 		msg := bindings.ResultError(&s.res)
@@ -82,10 +83,12 @@ func (s *resultStream) start(sql string, args []any) error {
 	return err
 }
 
-// failure builds the error of a failed execution or fetch.
+// failure builds the error of a failed execution or fetch. After an
+// interrupt DuckDB reports "INTERRUPT Error: Interrupted!"; the context
+// says why.
 func (s *resultStream) failure(msg string) error {
-	if err := s.c.qs.ctx.Err(); err != nil {
-		return fmt.Errorf("duck: query: %w (%s)", err, msg)
+	if ctx := s.c.qs.ctx; ctx.Err() != nil {
+		return fmt.Errorf("duck: query: %w (%s)", ctxError(ctx), strings.TrimSpace(msg))
 	}
 	return duckError(msg, s.c.qs.getErr())
 }
