@@ -5,9 +5,9 @@
 //
 //   - The batch format (batch.go, stats.go): a fixed header the server stamps
 //     (offset, commit timestamp, leader epoch) ahead of a CRC-32C that covers
-//     the rest, optional column statistics and change types, and one
-//     encapsulated Arrow IPC message that the log stores and forwards as
-//     bytes, never decoding it.
+//     the rest, a header CRC-32C over the stamped fields, optional column
+//     statistics and change types, and one encapsulated Arrow IPC message
+//     that the log stores and forwards as bytes, never decoding it.
 //   - Segments and sparse indexes (segment.go, files.go): a bucket's Log is a
 //     run of segment files named by the offset of their first row; a sealed
 //     segment has an offset index and a time index beside it, which are a
@@ -30,8 +30,9 @@
 //     or above the floor the caller gives (the offset up to which the table
 //     was tiered into the lake).
 //   - Readers and notification (reader.go): a Reader returns committed
-//     batches from an offset, as stored; Notify is closed when the committed
-//     offset moves, Done when the log closes, so readers wait without polling.
+//     batches from an offset, as stored, each checked as it is read from
+//     disk; Notify is closed when the committed offset moves, Done when the
+//     log closes, so readers wait without polling.
 //
 // columnarlog imports only the standard library, internal/vfs (every file
 // access goes through a vfs.FS, so crash and I/O-error tests run on a MemFS)
@@ -69,7 +70,13 @@
 //   - After recovery, a TableLog's bucket ends exactly at its committed end.
 //
 // Bytes on disk are data, not invariants: a torn or damaged file is an error
-// wrapping ErrCorrupt, or a tail cut by recovery, never a panic.
+// wrapping ErrCorrupt, or a tail cut by recovery, never a panic. Every batch
+// is checked where it is read from disk (both CRCs, its sections, and that
+// it starts where the one before it ended) by recovery, readers and time
+// lookups alike; a damaged segment is a *CorruptionError naming the file,
+// the position and the offset, never a short or altered result.
+// TestEveryFlippedByteIsFound damages a log one byte at a time to hold
+// every reader to that.
 //
 // # Lock order
 //
@@ -96,7 +103,8 @@
 // acknowledged, with one exception it cannot tell apart: damage to the data
 // or the record of the last round, which looks like a round cut short.
 // Damage elsewhere (a sealed segment, a commit record followed by others, a
-// bucket short of a record it must hold) is reported as ErrCorrupt, not
-// repaired. With SyncNever, acknowledged data survives a process crash but
+// bucket short of a record it must hold) is reported as ErrCorrupt (a
+// *CorruptionError for a segment), not repaired, and the file is left as it
+// is. With SyncNever, acknowledged data survives a process crash but
 // not a machine crash.
 package columnarlog

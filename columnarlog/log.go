@@ -68,6 +68,9 @@ type Log struct {
 		writers  map[int64]writerState
 		err      error // sticky write error
 		closed   bool
+		// badTail is the damage that ends the active segment, left in the
+		// file by a recovery that does not cut it (open); truncate cuts it.
+		badTail *CorruptionError
 	}
 }
 
@@ -151,6 +154,9 @@ func (l *Log) write(b Batch) (AppendResult, int64, error) {
 	if err := b.Check(); err != nil {
 		return AppendResult{}, 0, fmt.Errorf("append: %w", err)
 	}
+	if m := b.Magic(); m != MagicV2 {
+		return AppendResult{}, 0, fmt.Errorf("append: a batch of format version %d: logs write version %d", m, MagicV2)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.usableLocked(); err != nil {
@@ -172,9 +178,7 @@ func (l *Log) write(b Batch) (AppendResult, int64, error) {
 		invariants.Failf("dense offsets", "batch at %d in %s, active segment %d ends at %d (sealed %t)",
 			base, l.dir, seg.base, seg.next, seg.sealed)
 	}
-	b.setBaseOffset(base)
-	b.setCommitTS(ts)
-	b.setLeaderEpoch(l.opts.LeaderEpoch)
+	b.stamp(base, ts, l.opts.LeaderEpoch)
 	pos := seg.size
 	if _, err := seg.f.Write(b); err != nil {
 		// A short write leaves a torn tail in the file; the log is unusable

@@ -111,7 +111,9 @@ func (t *TableLog) open(n int) error {
 		}
 	}
 	for b := 0; b < n; b++ {
-		l, err := Open(path.Join(t.dir, strconv.Itoa(b)), t.opts)
+		// A damaged tail stays in the file until recoverBucket knows
+		// whether it held committed data.
+		l, err := open(path.Join(t.dir, strconv.Itoa(b)), t.opts, false)
 		if err != nil {
 			return err
 		}
@@ -160,17 +162,32 @@ func (t *TableLog) holds(ends []int64) bool {
 	return true
 }
 
-// recoverBucket cuts a bucket back to its committed end.
+// recoverBucket cuts a bucket back to its committed end, and its damaged
+// tail with it. A bucket whose batches, or whose good batches, end below
+// its committed end lost committed data: a *CorruptionError, and the file
+// is left as it is.
 func (t *TableLog) recoverBucket(b int, l *Log, end int64) error {
-	next := l.Stats().Next
+	l.mu.Lock()
+	next, bad := l.mu.next, l.mu.badTail
+	active := l.mu.segments[len(l.mu.segments)-1]
+	size := active.size
+	l.mu.Unlock()
 	switch {
-	case next > end:
-		t.opts.Logger.Warn("dropping uncommitted batches", "dir", l.dir, "from", end, "to", next)
+	case next < end:
+		if bad == nil {
+			bad = active.corrupt(size, next, fmt.Errorf("%w: the log ends at offset %d", ErrCorrupt, next))
+		}
+		return fmt.Errorf("bucket %d: committed offsets [%d, %d) are lost: %w", b, next, end, bad)
+	case next > end || bad != nil:
+		if bad != nil {
+			t.opts.Logger.Warn("truncating torn or damaged log tail", "dir", l.dir, "error", bad)
+		}
+		if next > end {
+			t.opts.Logger.Warn("dropping uncommitted batches", "dir", l.dir, "from", end, "to", next)
+		}
 		if err := l.truncate(end); err != nil {
 			return fmt.Errorf("bucket %d: %w", b, err)
 		}
-	case next < end:
-		return fmt.Errorf("bucket %d ends at offset %d, below its committed offset %d: %w", b, next, end, ErrCorrupt)
 	}
 	// Invariant: a recovered bucket ends at its committed end: what the
 	// record covers is all there, and nothing it does not cover survives.
