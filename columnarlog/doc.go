@@ -21,7 +21,10 @@
 //     unsynced; a commit round appends to the table's commit file the end
 //     offset of every bucket and fsyncs that record and the bucket data in
 //     parallel, and only then are the round's writes visible and
-//     acknowledged.
+//     acknowledged. A write or round that fails (a full disk, an I/O error)
+//     makes it refuse writes until the next write repairs it: the commit
+//     file is rewritten with the committed ends, and every bucket cut back to
+//     its committed end, without a restart.
 //   - Recovery (open.go, table.go): open checks the active segment batch by
 //     batch and cuts a torn or damaged tail, then a TableLog cuts every bucket
 //     back to the ends of the last commit record whose data every bucket
@@ -88,10 +91,13 @@
 // bucket's segment list, its end and every segment's fields (a segment has no
 // lock of its own; readers hold it by reference count), and is held across a
 // batch's write and a roll's fsync. A groupCommit's mutex is innermost: taken
-// under Log.mu only to reset it at recovery, and released by wait while the
-// round it leads runs, so the round takes the locks above it afresh.
-// TableLog.cmu, which guards the commit file, is taken with no other lock of
-// the package held. Below them all are the filesystem's locks.
+// under Log.mu to reset it at recovery and under TableLog.wmu to read or
+// clear its error (Err, a repair), and released by wait while the round it
+// leads runs, so the round takes the locks above it afresh. TableLog.cmu,
+// which guards the commit file, is taken with no other lock of the package
+// held, but by a repair, which rewrites the commit file under TableLog.wmu
+// while no round runs (TableLog.wmu → TableLog.cmu). Below them all are the
+// filesystem's locks.
 //
 // # Durability
 //
@@ -107,4 +113,13 @@
 // *CorruptionError for a segment), not repaired, and the file is left as it
 // is. With SyncNever, acknowledged data survives a process crash but
 // not a machine crash.
+//
+// A TableLog write refused by a failure is not acknowledged, and never
+// becomes visible, then or after a crash: a commit round commits up to the
+// end of the last whole write, and the repair that follows a failure
+// rewrites the commit file before it cuts the refused writes, so no record
+// names them. Offsets the refused writes had go to later writes, which no
+// reader can tell, since readers stop at the committed ends. A Log alone
+// (Log.Append) has no repair: a failed write or sync makes it refuse writes
+// until it is reopened.
 package columnarlog

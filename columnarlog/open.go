@@ -260,22 +260,25 @@ func (l *Log) lastTimestampLocked() int64 {
 
 // truncate drops every batch at or after offset to, a batch boundary in
 // [Start, end of the log], and whatever bytes follow the log's end in its
-// active segment (a damaged tail that recovery left). The segment holding
-// to becomes the active one. A TableLog uses it on recovery, to cut its
-// buckets back to their committed ends, before any reader exists.
+// active segment (a damaged tail that recovery left, a write that failed
+// half way). The segment holding to becomes the active one. A TableLog uses
+// it on recovery, to cut its buckets back to their committed ends, and to
+// repair itself after a failed write, with readers open: they read only
+// below the committed offset, which is at most to, and truncation moves
+// none of those bytes.
 //
-// The log's state changes only once the files are as it says, and a batch
-// below to that fails its check is reported as a *CorruptionError, with
-// nothing of the segment cut below to.
+// It may be retried after an error: the log's state changes only once the
+// files are as it says, and a batch below to that fails its check is
+// reported as a *CorruptionError, with nothing of the segment cut below to.
 func (l *Log) truncate(to int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if to < l.mu.start || to > l.mu.next {
 		return fmt.Errorf("truncate to %d: the log holds [%d, %d): %w", to, l.mu.start, l.mu.next, ErrOffsetOutOfRange)
 	}
-	// Segments from to on go, newest first; the one holding to becomes
-	// active.
-	for segs := l.mu.segments; len(segs) > 1 && segs[len(segs)-1].base >= to; segs = l.mu.segments {
+	// Segments wholly above to go, newest first. A segment starting at to
+	// stays, emptied: a reader waiting at to may hold it.
+	for segs := l.mu.segments; segs[len(segs)-1].base > to; segs = l.mu.segments {
 		s := segs[len(segs)-1]
 		if err := l.deleteSegmentFiles(s); err != nil {
 			return fmt.Errorf("truncate to %d: %w", to, err)
@@ -285,6 +288,9 @@ func (l *Log) truncate(to int64) error {
 		if err := s.release(); err != nil {
 			return fmt.Errorf("truncate to %d: %w", to, err)
 		}
+	}
+	if err := l.removeStraySegments(to); err != nil {
+		return fmt.Errorf("truncate to %d: %w", to, err)
 	}
 	s := l.mu.segments[len(l.mu.segments)-1]
 	pos, err := l.positionOf(s, to)
@@ -308,11 +314,41 @@ func (l *Log) truncate(to int64) error {
 		return fmt.Errorf("truncate to %d: %w", to, s.corrupt(a.res.end, a.res.next,
 			fmt.Errorf("%w: the segment ends at offset %d", ErrCorrupt, a.res.next)))
 	}
+	// Readers holding the old segment keep its file open; it is the same
+	// file.
 	l.mu.segments = l.mu.segments[:len(l.mu.segments)-1]
 	s.release()
 	l.installActiveLocked(a)
-	l.mu.badTail = nil
+	// The files are now what the log says, up to to: a write error that
+	// left them otherwise is repaired.
+	l.mu.badTail, l.mu.err = nil, nil
 	l.checkSegmentsLocked()
+	return nil
+}
+
+// removeStraySegments deletes the segment files at or above offset to that
+// are not segments of the log: one a failed roll created and could not
+// remove. Recovery would take it for the active segment, after a sealed one
+// that does not end where it starts.
+func (l *Log) removeStraySegments(to int64) error {
+	names, err := l.opts.FS.List(l.dir)
+	if err != nil {
+		return err
+	}
+	ours := map[int64]bool{}
+	for _, s := range l.mu.segments {
+		ours[s.base] = true
+	}
+	for _, n := range names {
+		base, ok := parseSegmentName(n)
+		if !ok || base < to || ours[base] {
+			continue
+		}
+		stray := &segment{base: base, dir: l.dir}
+		if err := l.deleteSegmentFiles(stray); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
