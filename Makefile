@@ -1,9 +1,9 @@
 # Lakestream. `make run` starts a node on the embedded defaults; `make test`
-# runs every test, the Python client interop tests included. Everything they
-# need is installed here: Go modules, and a Python virtualenv with pinned
-# client packages in .venv. The JDBC smoke test also needs a JDK and Maven
-# (it fetches the driver jar into .cache/jdbc once) and is skipped, saying
-# so, without them.
+# runs every test, the Python client interop tests included, and each fuzz
+# target for a few seconds. Everything they need is installed here: Go
+# modules, and a Python virtualenv with pinned client packages in .venv. The
+# JDBC smoke test also needs a JDK and Maven (it fetches the driver jar into
+# .cache/jdbc once) and is skipped, saying so, without them.
 
 GO      ?= go
 PYTHON  ?= python3
@@ -18,7 +18,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 # everything concurrent under them.
 RACE_PKGS := ./columnarlog/... ./tables/... ./flightsrv/... ./internal/... ./catalog/... ./node/... ./planner ./tiering/...
 
-.PHONY: all build run test test-go test-race test-py bench bench-full bench-lake venv fmt vet clean
+.PHONY: all build run test test-go test-race test-py test-fuzz bench bench-full bench-lake venv fmt vet clean
 
 all: build
 
@@ -28,7 +28,7 @@ build:
 run: build
 	./$(BIN) serve
 
-test: vet test-go test-py
+test: vet test-go test-py test-fuzz
 
 vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -42,6 +42,23 @@ vet:
 test-go: build venv
 	ARROWMSG_PYTHON=$(CURDIR)/$(PY) $(GO) test -race -count=1 -tags invariants $(RACE_PKGS)
 	LAKESTREAM_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -tags invariants $$($(GO) list ./... | grep -v -e /columnarlog -e /tables -e /flightsrv -e /internal/ -e /catalog -e /node -e /tiering -e '/planner$$')
+
+# The fuzz targets, package:target, each fuzzed for FUZZTIME on top of its
+# seed corpus (which test-go runs as plain tests): about 50 seconds on 2
+# cores with a warm build cache. -fuzz takes one target per go test. An
+# input that fails is written to the package's testdata/fuzz/<target>/ and
+# is a plain test case from then on.
+FUZZTIME ?= 4s
+FUZZ_TARGETS := ./columnarlog:FuzzBatch ./columnarlog:FuzzOpenSegment \
+	./flightsrv:FuzzDecodeTicket ./flightsrv:FuzzPathTable ./catalog:FuzzParse \
+	./planner:FuzzClassify ./planner:FuzzParseOffsets ./internal/arrowmsg:FuzzValidate
+
+test-fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; fn=$${t##*:}; \
+	  echo "$(GO) test -run='^\$$' -fuzz='^$$fn\$$' -fuzztime=$(FUZZTIME) $$pkg"; \
+	  $(GO) test -run='^$$' -fuzz="^$$fn\$$" -fuzztime=$(FUZZTIME) $$pkg; \
+	done
 
 # -rs prints why a test was skipped (test_jdbc.py without a JDK or Maven);
 # test_jdbc.py fetches the JDBC driver into .cache/jdbc on its first run.

@@ -1,6 +1,10 @@
 package columnarlog
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/lakestream/lakestream/internal/invariants"
+)
 
 // groupCommit lets concurrent appenders share one fsync. The first waiter
 // whose data is not yet durable becomes the leader and runs the sync, which
@@ -12,7 +16,9 @@ type groupCommit struct {
 	cond    sync.Cond
 	running bool
 	done    int64 // position (offset or sequence) known durable
-	err     error // sticky: once a sync failed, nothing more is acknowledged
+	// err is sticky: once a round failed, nothing more is acknowledged,
+	// until restart.
+	err error
 }
 
 // wait returns once done >= end, running run as leader when no round is in
@@ -58,4 +64,18 @@ func (g *groupCommit) reset(done int64) {
 	g.mu.Lock()
 	g.done = done
 	g.mu.Unlock()
+}
+
+// restart clears a failure after the log was repaired, with done the
+// position every write so far has. Nobody may be waiting or leading a round
+// (TableLog.repairLocked runs once every writer has returned).
+func (g *groupCommit) restart(done int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	// Invariant: a repair runs with no round in flight.
+	if invariants.Enabled && g.running {
+		invariants.Failf("no commit round during a repair", "restarting at %d with a round running", done)
+	}
+	g.err = nil
+	g.done = max(g.done, done)
 }

@@ -5,9 +5,9 @@
 //
 //   - The batch format (batch.go, stats.go): a fixed header the server stamps
 //     (offset, commit timestamp, leader epoch) ahead of a CRC-32C that covers
-//     the rest, optional column statistics and change types, and one
-//     encapsulated Arrow IPC message that the log stores and forwards as
-//     bytes, never decoding it.
+//     the rest, a header CRC-32C over the stamped fields, optional column
+//     statistics and change types, and one encapsulated Arrow IPC message
+//     that the log stores and forwards as bytes, never decoding it.
 //   - Segments and sparse indexes (segment.go, files.go): a bucket's Log is a
 //     run of segment files named by the offset of their first row; a sealed
 //     segment has an offset index and a time index beside it, which are a
@@ -21,7 +21,10 @@
 //     unsynced; a commit round appends to the table's commit file the end
 //     offset of every bucket and fsyncs that record and the bucket data in
 //     parallel, and only then are the round's writes visible and
-//     acknowledged.
+//     acknowledged. A write or round that fails (a full disk, an I/O error)
+//     makes it refuse writes until the next write repairs it: the commit
+//     file is rewritten with the committed ends, and every bucket cut back to
+//     its committed end, without a restart.
 //   - Recovery (open.go, table.go): open checks the active segment batch by
 //     batch and cuts a torn or damaged tail, then a TableLog cuts every bucket
 //     back to the ends of the last commit record whose data every bucket
@@ -30,8 +33,9 @@
 //     or above the floor the caller gives (the offset up to which the table
 //     was tiered into the lake).
 //   - Readers and notification (reader.go): a Reader returns committed
-//     batches from an offset, as stored; Notify is closed when the committed
-//     offset moves, Done when the log closes, so readers wait without polling.
+//     batches from an offset, as stored, each checked as it is read from
+//     disk; Notify is closed when the committed offset moves, Done when the
+//     log closes, so readers wait without polling.
 //
 // columnarlog imports only the standard library, internal/vfs (every file
 // access goes through a vfs.FS, so crash and I/O-error tests run on a MemFS)
@@ -69,7 +73,13 @@
 //   - After recovery, a TableLog's bucket ends exactly at its committed end.
 //
 // Bytes on disk are data, not invariants: a torn or damaged file is an error
-// wrapping ErrCorrupt, or a tail cut by recovery, never a panic.
+// wrapping ErrCorrupt, or a tail cut by recovery, never a panic. Every batch
+// is checked where it is read from disk (both CRCs, its sections, and that
+// it starts where the one before it ended) by recovery, readers and time
+// lookups alike; a damaged segment is a *CorruptionError naming the file,
+// the position and the offset, never a short or altered result.
+// TestEveryFlippedByteIsFound damages a log one byte at a time to hold
+// every reader to that.
 //
 // # Lock order
 //
@@ -81,10 +91,13 @@
 // bucket's segment list, its end and every segment's fields (a segment has no
 // lock of its own; readers hold it by reference count), and is held across a
 // batch's write and a roll's fsync. A groupCommit's mutex is innermost: taken
-// under Log.mu only to reset it at recovery, and released by wait while the
-// round it leads runs, so the round takes the locks above it afresh.
-// TableLog.cmu, which guards the commit file, is taken with no other lock of
-// the package held. Below them all are the filesystem's locks.
+// under Log.mu to reset it at recovery and under TableLog.wmu to read or
+// clear its error (Err, a repair), and released by wait while the round it
+// leads runs, so the round takes the locks above it afresh. TableLog.cmu,
+// which guards the commit file, is taken with no other lock of the package
+// held, but by a repair, which rewrites the commit file under TableLog.wmu
+// while no round runs (TableLog.wmu → TableLog.cmu). Below them all are the
+// filesystem's locks.
 //
 // # Durability
 //
@@ -96,7 +109,17 @@
 // acknowledged, with one exception it cannot tell apart: damage to the data
 // or the record of the last round, which looks like a round cut short.
 // Damage elsewhere (a sealed segment, a commit record followed by others, a
-// bucket short of a record it must hold) is reported as ErrCorrupt, not
-// repaired. With SyncNever, acknowledged data survives a process crash but
+// bucket short of a record it must hold) is reported as ErrCorrupt (a
+// *CorruptionError for a segment), not repaired, and the file is left as it
+// is. With SyncNever, acknowledged data survives a process crash but
 // not a machine crash.
+//
+// A TableLog write refused by a failure is not acknowledged, and never
+// becomes visible, then or after a crash: a commit round commits up to the
+// end of the last whole write, and the repair that follows a failure
+// rewrites the commit file before it cuts the refused writes, so no record
+// names them. Offsets the refused writes had go to later writes, which no
+// reader can tell, since readers stop at the committed ends. A Log alone
+// (Log.Append) has no repair: a failed write or sync makes it refuse writes
+// until it is reopened.
 package columnarlog

@@ -125,7 +125,7 @@ func TestDamagedSealedSegmentWithGoodIndexIsAnError(t *testing.T) {
 	}
 	_, err = Open("/log", opts)
 	var ce *CorruptionError
-	if !errors.As(err, &ce) || ce.Pos != 900 {
+	if !errors.As(err, &ce) || ce.Position != 900 {
 		t.Fatalf("open: %v, want a CorruptionError at position 900", err)
 	}
 }

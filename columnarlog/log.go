@@ -66,8 +66,13 @@ type Log struct {
 		next     int64      // offset of the next appended row
 		lastTS   int64
 		writers  map[int64]writerState
-		err      error // sticky write error
-		closed   bool
+		// err is the sticky write error: the log refuses writes until it
+		// is reopened or, in a TableLog, repaired (truncate clears it).
+		err    error
+		closed bool
+		// badTail is the damage that ends the active segment, left in the
+		// file by a recovery that does not cut it (open); truncate cuts it.
+		badTail *CorruptionError
 	}
 }
 
@@ -151,6 +156,9 @@ func (l *Log) write(b Batch) (AppendResult, int64, error) {
 	if err := b.Check(); err != nil {
 		return AppendResult{}, 0, fmt.Errorf("append: %w", err)
 	}
+	if m := b.Magic(); m != MagicV2 {
+		return AppendResult{}, 0, fmt.Errorf("append: a batch of format version %d: logs write version %d", m, MagicV2)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.usableLocked(); err != nil {
@@ -172,13 +180,12 @@ func (l *Log) write(b Batch) (AppendResult, int64, error) {
 		invariants.Failf("dense offsets", "batch at %d in %s, active segment %d ends at %d (sealed %t)",
 			base, l.dir, seg.base, seg.next, seg.sealed)
 	}
-	b.setBaseOffset(base)
-	b.setCommitTS(ts)
-	b.setLeaderEpoch(l.opts.LeaderEpoch)
+	b.stamp(base, ts, l.opts.LeaderEpoch)
 	pos := seg.size
 	if _, err := seg.f.Write(b); err != nil {
-		// A short write leaves a torn tail in the file; the log is unusable
-		// until reopened, when recovery cuts it.
+		// A short write leaves a torn tail in the file; the log refuses
+		// writes until reopened, when recovery cuts it, or until its
+		// TableLog repairs it (truncate).
 		l.mu.err = fmt.Errorf("write segment %s: %w", segmentName(seg.base, logSuffix), err)
 		return AppendResult{}, 0, l.mu.err
 	}
@@ -195,6 +202,21 @@ func (l *Log) write(b Batch) (AppendResult, int64, error) {
 		l.mu.writers[id] = writerState{seq: b.WriterSeq(), base: base, count: b.RecordCount()}
 	}
 	return AppendResult{BaseOffset: base}, l.mu.next, nil
+}
+
+// end is the offset after the log's last batch, committed or not.
+func (l *Log) end() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.next
+}
+
+// tail returns the log's end and whether a failed write or sync left it
+// refusing writes (maybe with bytes after the end).
+func (l *Log) tail() (end int64, failed bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.next, l.mu.err != nil
 }
 
 func (l *Log) usableLocked() error {
@@ -268,7 +290,9 @@ func (l *Log) maybeRollLocked(n int64, ts int64) error {
 }
 
 // rollLocked seals the active segment (sync, index files) and starts a new
-// one at the next offset.
+// one at the next offset. A roll that fails leaves the active segment
+// active and no new segment (files it wrote for the sealed segment are
+// rewritten by the next roll).
 func (l *Log) rollLocked() error {
 	seg := l.mu.segments[len(l.mu.segments)-1]
 	if err := seg.f.Sync(); err != nil {
@@ -281,11 +305,11 @@ func (l *Log) rollLocked() error {
 	if err := writeWriterSnapshot(l.opts.FS, l.dir, l.mu.next, l.mu.writers); err != nil {
 		return fmt.Errorf("roll: %w", err)
 	}
-	seg.sealed = true
 	ns, err := l.createSegment(l.mu.next)
 	if err != nil {
 		return fmt.Errorf("roll: %w", err)
 	}
+	seg.sealed = true
 	l.mu.segments = append(l.mu.segments, ns)
 	l.checkSegmentsLocked()
 	return nil
@@ -329,7 +353,13 @@ func (l *Log) createSegment(base int64) (*segment, error) {
 		return nil, fmt.Errorf("create segment %d: %w", base, err)
 	}
 	if err := l.opts.FS.SyncDir(l.dir); err != nil {
+		// The file could outlive a crash without its data: a segment
+		// recovery would take for the active one. truncate removes it
+		// if this removal fails too.
 		f.Close()
+		if rerr := l.opts.FS.Remove(s.path(logSuffix)); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			l.opts.Logger.Warn("remove segment after a failed create", "segment", s.path(logSuffix), "error", rerr)
+		}
 		return nil, fmt.Errorf("create segment %d: sync dir: %w", base, err)
 	}
 	s.f = f

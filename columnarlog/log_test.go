@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -75,17 +76,19 @@ func readAll(t testing.TB, l *Log, from int64) []Batch {
 	}
 }
 
+// TestBatchBytesPinned pins the version 2 layout (batch.go): the CRC over
+// bytes [29, 51) and [55, end), which for the same content is the version 1
+// CRC, and the header CRC over bytes [0, 29), stamped with the server's
+// fields.
 func TestBatchBytesPinned(t *testing.T) {
 	b, err := NewBatch(Header{Codec: CodecZstd, SchemaID: 3, WriterID: 7, WriterSeq: 9, RecordCount: 2},
 		nil, []byte{byte(Insert), byte(Delete)}, []byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.setBaseOffset(100)
-	b.setCommitTS(1_700_000_000_000_000)
-	b.setLeaderEpoch(5)
-	const want = "6400000000000000" + "31000000" + "01" + "00401e18240a0600" + "05000000" +
-		"3ac6a243" + "0600" + "03000000" + "0700000000000000" + "09000000" + "02000000" + "0104" + "ffffffff00000000"
+	b.stamp(100, 1_700_000_000_000_000, 5)
+	const want = "6400000000000000" + "35000000" + "02" + "00401e18240a0600" + "05000000" + "3ac6a243" +
+		"0600" + "03000000" + "0700000000000000" + "09000000" + "02000000" + "75efcc76" + "0104" + "ffffffff00000000"
 	if got := hex.EncodeToString(b); got != want {
 		t.Fatalf("batch bytes changed:\n got %s\nwant %s", got, want)
 	}
@@ -93,22 +96,80 @@ func TestBatchBytesPinned(t *testing.T) {
 		t.Fatalf("stamped batch fails its check: %v", err)
 	}
 	ct, _ := b.ChangeTypes()
-	if !bytes.Equal(ct, []byte{1, 4}) || b.Codec() != CodecZstd || b.NextOffset() != 102 {
-		t.Fatalf("accessors: change types %v codec %v next %d", ct, b.Codec(), b.NextOffset())
+	if !bytes.Equal(ct, []byte{1, 4}) || b.Codec() != CodecZstd || b.NextOffset() != 102 || b.HeaderCRC() != 0x76ccef75 {
+		t.Fatalf("accessors: change types %v codec %v next %d header crc %08x", ct, b.Codec(), b.NextOffset(), b.HeaderCRC())
 	}
 }
 
+// v1Batch is the batch of TestBatchBytesPinned as version 1 wrote it: no
+// header CRC, the sections from byte 51.
+const v1Batch = "6400000000000000" + "31000000" + "01" + "00401e18240a0600" + "05000000" +
+	"3ac6a243" + "0600" + "03000000" + "0700000000000000" + "09000000" + "02000000" + "0104" + "ffffffff00000000"
+
+// Version 1 batches stay readable, with the damage version 1 can show.
+func TestBatchV1Readable(t *testing.T) {
+	raw, err := hex.DecodeString(v1Batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := Batch(raw)
+	if err := b.Check(); err != nil {
+		t.Fatalf("version 1 batch fails its check: %v", err)
+	}
+	ct, _ := b.ChangeTypes()
+	msg, _ := b.ArrowMessage()
+	if b.Magic() != MagicV1 || b.BaseOffset() != 100 || b.CommitTimestamp() != 1_700_000_000_000_000 ||
+		b.LeaderEpoch() != 5 || b.SchemaID() != 3 || b.WriterID() != 7 || b.WriterSeq() != 9 ||
+		!bytes.Equal(ct, []byte{1, 4}) || len(msg) != 8 || b.HeaderCRC() != 0 {
+		t.Fatalf("accessors of a version 1 batch: %+v", b)
+	}
+	// Everything from the CRC on is covered by it, and a damaged magic is
+	// not a batch either; the stamped fields have no checksum in version 1.
+	for i := offMagic; i < len(b); i++ {
+		if i >= offCommitTS && i < offCRC {
+			continue
+		}
+		c := append(Batch(nil), b...)
+		c[i] ^= 0xff
+		if err := c.Check(); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("flip at %d: %v, want ErrCorrupt", i, err)
+		}
+	}
+}
+
+// Every byte of a version 2 batch is covered: each single-bit flip, and each
+// byte inverted, fails Check.
 func TestBatchCheckFindsDamage(t *testing.T) {
 	b := payload(t, 1, 10, 64)
-	for i := crcStart; i < len(b); i++ {
-		c := append(Batch(nil), b...)
-		c[i] ^= 0x40
-		if err := c.Check(); !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("flip at %d: err %v, want ErrCorrupt", i, err)
+	b.stamp(1000, 1_700_000_000_000_000, 3)
+	if err := b.Check(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range b {
+		for _, mask := range []byte{1, 2, 4, 8, 16, 32, 64, 128, 0xff} {
+			c := append(Batch(nil), b...)
+			c[i] ^= mask
+			if err := c.Check(); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("flip %#02x at %d: err %v, want ErrCorrupt", mask, i, err)
+			}
 		}
 	}
 	if err := b[:len(b)-1].Check(); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("short batch: %v", err)
+	}
+}
+
+// Logs read version 1 and write version 2 only: a version 1 batch has no
+// header CRC to stamp.
+func TestAppendRefusesVersion1(t *testing.T) {
+	l := mustOpen(t, "/log", memOpts(vfs.NewMem()))
+	defer l.Close()
+	raw, err := hex.DecodeString(v1Batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(raw); err == nil || !strings.Contains(err.Error(), "version 1") {
+		t.Fatalf("append of a version 1 batch: %v", err)
 	}
 }
 

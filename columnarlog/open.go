@@ -3,7 +3,6 @@ package columnarlog
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path"
 	"sort"
@@ -12,9 +11,18 @@ import (
 // Open opens the log in dir, creating it when missing, and recovers it: the
 // active segment is scanned and checked batch by batch, a torn or damaged
 // tail is cut off (the lost batches were never acknowledged), and its index
-// is rebuilt. A damaged sealed segment is an error wrapping ErrCorrupt: it held
+// is rebuilt. A damaged sealed segment is a *CorruptionError: it held
 // acknowledged data, and is not repaired silently.
 func Open(dir string, opts Options) (*Log, error) {
+	return open(dir, opts, true)
+}
+
+// open opens a log. With cutBadTail false, a damaged tail of the active
+// segment is left in the file, out of the log (Stats().Next ends before
+// it), for the caller to decide (TableLog.recoverBucket): a bucket of a
+// table knows from the commit file whether the tail held acknowledged data,
+// and then reports the damage without destroying the batches after it.
+func open(dir string, opts Options, cutBadTail bool) (*Log, error) {
 	opts.EnsureDefaults()
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("open log %s: %w", dir, err)
@@ -22,7 +30,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	l := &Log{dir: dir, opts: opts, done: make(chan struct{})}
 	ch := make(chan struct{})
 	l.notify.Store(&ch)
-	if err := l.recover(); err != nil {
+	if err := l.recover(cutBadTail); err != nil {
 		l.closeSegments()
 		return nil, fmt.Errorf("open log %s: %w", dir, err)
 	}
@@ -36,7 +44,7 @@ func (l *Log) closeSegments() {
 	l.mu.segments = nil
 }
 
-func (l *Log) recover() error {
+func (l *Log) recover(cutBadTail bool) error {
 	fs := l.opts.FS
 	if _, err := fs.Stat(l.dir); errors.Is(err, os.ErrNotExist) {
 		if err := fs.MkdirAll(l.dir, 0o755); err != nil {
@@ -74,7 +82,7 @@ func (l *Log) recover() error {
 		}
 		l.mu.segments = append(l.mu.segments, s)
 	}
-	if err := l.recoverActive(bases[len(bases)-1]); err != nil {
+	if err := l.recoverActive(bases[len(bases)-1], cutBadTail); err != nil {
 		return err
 	}
 	l.mu.start = bases[0]
@@ -108,8 +116,8 @@ func (l *Log) openSealed(base, nextBase int64) (*segment, error) {
 		if res.bad != nil {
 			return nil, res.bad
 		}
-		return nil, fmt.Errorf("segment %s ends at offset %d but the next starts at %d: %w",
-			segmentName(base, logSuffix), res.next, nextBase, ErrCorrupt)
+		return nil, s.corrupt(res.end, res.next, fmt.Errorf("%w: the segment ends at offset %d but the next starts at %d",
+			ErrCorrupt, res.next, nextBase))
 	}
 	s.next, s.maxTS = res.next, res.maxTS
 	s.firstTS = res.firstTS
@@ -161,56 +169,84 @@ func (l *Log) loadIndex(s *segment, nextBase int64) (scanResult, error) {
 }
 
 // recoverActive opens the last segment for appending, checks every batch,
-// cuts a bad tail and rebuilds the in-memory state from it.
-func (l *Log) recoverActive(base int64) error {
-	s := &segment{base: base, dir: l.dir}
-	f, err := l.opts.FS.OpenAppend(s.path(logSuffix))
+// and rebuilds the in-memory state from it. A bad tail is cut off the file
+// with cutBadTail; without, it stays in the file, past the end of the log,
+// and is remembered in l.mu.badTail for the caller.
+func (l *Log) recoverActive(base int64, cutBadTail bool) error {
+	a, err := l.openActive(base)
 	if err != nil {
 		return err
 	}
-	s.f = f
-	s.refs.Store(1)
-	size, err := f.Size()
-	if err != nil {
-		s.release()
-		return err
-	}
-	res, err := s.scan(0, base, true, l.opts.IndexIntervalBytes, size)
-	if err != nil {
-		s.release()
-		return err
-	}
-	if res.bad != nil {
+	if a.res.bad != nil && cutBadTail {
 		l.opts.Logger.Warn("truncating torn or damaged log tail", "dir", l.dir,
-			"error", res.bad, "cut_bytes", size-res.end)
-		if err := f.Truncate(res.end); err != nil {
-			s.release()
+			"error", a.res.bad, "cut_bytes", a.size-a.res.end)
+		if err := a.s.f.Truncate(a.res.end); err != nil {
+			a.s.release()
 			return fmt.Errorf("truncate torn tail: %w", err)
 		}
 	}
 	// Whatever survived the crash is made durable now, so the committed
 	// offset published below is true.
-	if err := f.Sync(); err != nil {
-		s.release()
+	if err := a.s.f.Sync(); err != nil {
+		a.s.release()
 		return err
 	}
-	writers, err := readWriterSnapshot(l.opts.FS, l.dir, base)
+	l.installActiveLocked(a) // no other goroutine has the log yet
+	if !cutBadTail {
+		l.mu.badTail = a.res.bad
+	}
+	return nil
+}
+
+// activeScan is an active segment opened and scanned, not yet part of the log.
+type activeScan struct {
+	s       *segment
+	size    int64 // bytes in the file
+	res     scanResult
+	writers map[int64]writerState
+}
+
+// openActive opens the segment at base for appending, scans it whole,
+// checking every batch, and reads the writers' state as of its base. It
+// changes nothing of the log, so a caller that finds the result wanting
+// releases the segment and leaves the log as it was.
+func (l *Log) openActive(base int64) (activeScan, error) {
+	s := &segment{base: base, dir: l.dir}
+	f, err := l.opts.FS.OpenAppend(s.path(logSuffix))
+	if err != nil {
+		return activeScan{}, err
+	}
+	s.f = f
+	s.refs.Store(1)
+	a := activeScan{s: s}
+	if a.size, err = f.Size(); err == nil {
+		a.res, err = s.scan(0, base, true, l.opts.IndexIntervalBytes, a.size)
+	}
+	if err == nil {
+		a.writers, err = readWriterSnapshot(l.opts.FS, l.dir, base)
+	}
 	if err != nil {
 		s.release()
-		return err
+		return activeScan{}, err
 	}
-	for id, st := range res.writers {
-		writers[id] = st
+	for id, st := range a.res.writers {
+		a.writers[id] = st
 	}
+	return a, nil
+}
+
+// installActiveLocked makes a scanned segment the log's active (last)
+// segment and its end the log's end, committed and synced as far as it goes.
+func (l *Log) installActiveLocked(a activeScan) {
+	s, res := a.s, a.res
 	s.size, s.synced, s.next = res.end, res.end, res.next
 	s.firstTS, s.maxTS, s.index = res.firstTS, res.maxTS, res.index
 	l.mu.segments = append(l.mu.segments, s)
-	l.mu.writers = writers
+	l.mu.writers = a.writers
 	l.mu.next = res.next
-	l.mu.lastTS = l.lastTimestampLocked()
+	l.mu.lastTS = max(l.mu.lastTS, l.lastTimestampLocked())
 	l.committed.Store(res.next)
 	l.sync.reset(res.next)
-	return nil
 }
 
 func (l *Log) lastTimestampLocked() int64 {
@@ -222,74 +258,135 @@ func (l *Log) lastTimestampLocked() int64 {
 	return 0
 }
 
-// truncate drops every batch at or after offset to, which must be a batch
-// boundary. It is for recovery (a TableLog cutting uncommitted batches) and
-// runs before any reader exists.
+// truncate drops every batch at or after offset to, a batch boundary in
+// [Start, end of the log], and whatever bytes follow the log's end in its
+// active segment (a damaged tail that recovery left, a write that failed
+// half way). The segment holding to becomes the active one. A TableLog uses
+// it on recovery, to cut its buckets back to their committed ends, and to
+// repair itself after a failed write, with readers open: they read only
+// below the committed offset, which is at most to, and truncation moves
+// none of those bytes.
+//
+// It may be retried after an error: the log's state changes only once the
+// files are as it says, and a batch below to that fails its check is
+// reported as a *CorruptionError, with nothing of the segment cut below to.
 func (l *Log) truncate(to int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if to >= l.mu.next {
-		return nil
+	if to < l.mu.start || to > l.mu.next {
+		return fmt.Errorf("truncate to %d: the log holds [%d, %d): %w", to, l.mu.start, l.mu.next, ErrOffsetOutOfRange)
 	}
-	if to < l.mu.start {
-		return fmt.Errorf("truncate to %d: below log start %d: %w", to, l.mu.start, ErrOffsetOutOfRange)
-	}
-	// Drop whole segments above to; the one holding to becomes active.
-	for len(l.mu.segments) > 1 && l.mu.segments[len(l.mu.segments)-1].base >= to {
-		s := l.mu.segments[len(l.mu.segments)-1]
-		l.mu.segments = l.mu.segments[:len(l.mu.segments)-1]
-		if err := l.removeSegmentLocked(s); err != nil {
-			return err
+	// Segments wholly above to go, newest first. A segment starting at to
+	// stays, emptied: a reader waiting at to may hold it.
+	for segs := l.mu.segments; segs[len(segs)-1].base > to; segs = l.mu.segments {
+		s := segs[len(segs)-1]
+		if err := l.deleteSegmentFiles(s); err != nil {
+			return fmt.Errorf("truncate to %d: %w", to, err)
 		}
+		l.mu.segments = segs[:len(segs)-1]
+		s.removed = true
+		if err := s.release(); err != nil {
+			return fmt.Errorf("truncate to %d: %w", to, err)
+		}
+	}
+	if err := l.removeStraySegments(to); err != nil {
+		return fmt.Errorf("truncate to %d: %w", to, err)
 	}
 	s := l.mu.segments[len(l.mu.segments)-1]
 	pos, err := l.positionOf(s, to)
 	if err != nil {
-		return err
+		return fmt.Errorf("truncate to %d: %w", to, err)
 	}
-	l.mu.segments = l.mu.segments[:len(l.mu.segments)-1]
-	s.release()
-	f, err := l.opts.FS.OpenAppend(s.path(logSuffix))
-	if err != nil {
-		return err
-	}
-	if err := f.Truncate(pos); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := l.recoverActive(s.base); err != nil {
-		return err
+	if err := l.cutFile(s, pos); err != nil {
+		return fmt.Errorf("truncate to %d: %w", to, err)
 	}
 	// A segment that was sealed had only its headers read on open; active
-	// again, it was checked batch by batch, and damage below to cut it short.
-	// The rows it lost were committed.
-	if l.mu.next != to {
-		return fmt.Errorf("truncate to %d: segment %s ends at offset %d: %w", to, segmentName(s.base, logSuffix), l.mu.next, ErrCorrupt)
+	// again, it is checked batch by batch, and damage below to is reported.
+	a, err := l.openActive(s.base)
+	if err != nil {
+		return fmt.Errorf("truncate to %d: %w", to, err)
 	}
+	if a.res.bad != nil || a.res.next != to {
+		a.s.release()
+		if a.res.bad != nil {
+			return fmt.Errorf("truncate to %d: %w", to, a.res.bad)
+		}
+		return fmt.Errorf("truncate to %d: %w", to, s.corrupt(a.res.end, a.res.next,
+			fmt.Errorf("%w: the segment ends at offset %d", ErrCorrupt, a.res.next)))
+	}
+	// Readers holding the old segment keep its file open; it is the same
+	// file.
+	l.mu.segments = l.mu.segments[:len(l.mu.segments)-1]
+	s.release()
+	l.installActiveLocked(a)
+	// The files are now what the log says, up to to: a write error that
+	// left them otherwise is repaired.
+	l.mu.badTail, l.mu.err = nil, nil
 	l.checkSegmentsLocked()
 	return nil
 }
 
-// positionOf returns the file position of the batch starting at offset.
+// removeStraySegments deletes the segment files at or above offset to that
+// are not segments of the log: one a failed roll created and could not
+// remove. Recovery would take it for the active segment, after a sealed one
+// that does not end where it starts.
+func (l *Log) removeStraySegments(to int64) error {
+	names, err := l.opts.FS.List(l.dir)
+	if err != nil {
+		return err
+	}
+	ours := map[int64]bool{}
+	for _, s := range l.mu.segments {
+		ours[s.base] = true
+	}
+	for _, n := range names {
+		base, ok := parseSegmentName(n)
+		if !ok || base < to || ours[base] {
+			continue
+		}
+		stray := &segment{base: base, dir: l.dir}
+		if err := l.deleteSegmentFiles(stray); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cutFile truncates the file of segment s at pos and syncs it.
+func (l *Log) cutFile(s *segment, pos int64) error {
+	f, err := l.opts.FS.OpenAppend(s.path(logSuffix))
+	if err != nil {
+		return err
+	}
+	if err := errors.Join(f.Truncate(pos), f.Sync()); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// positionOf returns the file position of the batch starting at offset,
+// reading headers from the nearest index entry. A bad header on the way is
+// a *CorruptionError.
 func (l *Log) positionOf(s *segment, offset int64) (int64, error) {
 	pos, next := l.seek(s, lookup(s.index, offset))
-	var hdr [HeaderSize]byte
+	var buf [HeaderSize]byte
 	for next < offset {
-		if _, err := s.f.ReadAt(hdr[:], pos); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
+		b, bad, err := s.readHeader(&buf, pos)
+		if err != nil {
 			return 0, err
 		}
-		b := Batch(hdr[:])
+		if bad == nil && b.BaseOffset() != next {
+			bad = fmt.Errorf("%w: base offset %d, want %d", ErrCorrupt, b.BaseOffset(), next)
+		}
+		if bad != nil {
+			return 0, s.corrupt(pos, next, bad)
+		}
 		pos += int64(b.Size())
 		next = b.NextOffset()
 	}
 	if next != offset {
-		return 0, fmt.Errorf("offset %d is not a batch boundary in segment %s: %w", offset, segmentName(s.base, logSuffix), ErrCorrupt)
+		return 0, s.corrupt(pos, next, fmt.Errorf("%w: offset %d is not a batch boundary", ErrCorrupt, offset))
 	}
 	return pos, nil
 }
@@ -298,6 +395,12 @@ func (l *Log) positionOf(s *segment, offset int64) (int64, error) {
 // file until they release it.
 func (l *Log) removeSegmentLocked(s *segment) error {
 	s.removed = true
+	return errors.Join(l.deleteSegmentFiles(s), s.release())
+}
+
+// deleteSegmentFiles deletes the files of segment s, those already gone
+// aside, and syncs the directory.
+func (l *Log) deleteSegmentFiles(s *segment) error {
 	var errs []error
 	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix, writersSuffix} {
 		if err := l.opts.FS.Remove(s.path(suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -305,9 +408,6 @@ func (l *Log) removeSegmentLocked(s *segment) error {
 		}
 	}
 	if err := l.opts.FS.SyncDir(l.dir); err != nil {
-		errs = append(errs, err)
-	}
-	if err := s.release(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

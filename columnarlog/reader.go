@@ -66,6 +66,15 @@ func (r *Reader) Close() error {
 // returns no batch when the reader has caught up with the committed offset.
 // The first batch is the one holding the offset the reader was opened at,
 // which it may begin before.
+//
+// Every batch is checked as it is read (Batch.Check: header, CRC, sections)
+// and must start where the one before it ended, end at or below the
+// committed offset, and be followed by the next segment where its segment
+// ends. A batch that is not so is a *CorruptionError, returned once the
+// batches before it have been: a reader never returns a batch it has not
+// checked, nor stops short of the committed offset without an error. A
+// reader left behind by retention, its next offset deleted, returns
+// ErrOffsetOutOfRange.
 func (r *Reader) Next(dst []byte, maxBytes int) ([]Batch, []byte, error) {
 	var out []Batch
 	start := len(dst)
@@ -76,10 +85,20 @@ func (r *Reader) Next(dst []byte, maxBytes int) ([]Batch, []byte, error) {
 		}
 		n, buf, err := r.readChunk(dst, committed)
 		if err != nil {
+			if len(out) > 0 {
+				break // the batches before the damage first; the next call reports it
+			}
 			return nil, dst, err
 		}
 		if n == 0 {
-			if !r.advanceSegment() {
+			ok, err := r.advanceSegment(committed)
+			if err != nil {
+				if len(out) > 0 {
+					break
+				}
+				return nil, dst, err
+			}
+			if !ok {
 				break
 			}
 			continue
@@ -121,8 +140,10 @@ func (r *Reader) dropBelowFrom(buf []byte, pos int) ([]Batch, []byte) {
 }
 
 // readChunk reads whole committed batches at the reader's position, appending
-// them to dst, and moves the position past them. It returns how many bytes it
-// added; 0 means the segment has no more batches.
+// them to dst, checks them and moves the position past them. It returns how
+// many bytes it added; 0 means the segment has no more batches. It returns
+// the good batches before a bad one, and the error once the bad one is the
+// first.
 func (r *Reader) readChunk(dst []byte, committed int64) (int, []byte, error) {
 	want := max(r.chunk, HeaderSize)
 	for {
@@ -130,14 +151,25 @@ func (r *Reader) readChunk(dst []byte, committed int64) (int, []byte, error) {
 		dst = grow(dst, want)
 		n, err := r.seg.f.ReadAt(dst[off:off+want], r.pos)
 		if err != nil && !errors.Is(err, io.EOF) {
-			return 0, dst[:off], fmt.Errorf("read segment %s at %d: %w", segmentName(r.seg.base, logSuffix), r.pos, err)
+			return 0, dst[:off], fmt.Errorf("read segment %s at %d: %w", r.seg.path(logSuffix), r.pos, err)
 		}
 		got := dst[off : off+n]
-		used, next, needed := wholeBatches(got, r.next, committed)
-		if used == 0 && needed > want {
+		used, next, needed, bad := r.checkBatches(got, committed, n < want)
+		if used == 0 && bad != nil {
+			return 0, dst[:off], bad
+		}
+		if used == 0 && needed > 0 {
 			// A batch larger than the chunk: read it whole, and read
 			// chunks that large from now on, since batches of a log
-			// tend to be alike.
+			// tend to be alike. Its length is checked against the file
+			// first: a version 1 header's length has no checksum.
+			if size, err := r.seg.f.Size(); err != nil || r.pos+int64(needed) > size {
+				if err != nil {
+					return 0, dst[:off], err
+				}
+				return 0, dst[:off], r.seg.corrupt(r.pos, r.next,
+					fmt.Errorf("%w: batch of %d bytes overruns the file (%d bytes)", ErrCorrupt, needed, size))
+			}
 			want = needed
 			r.chunk = max(r.chunk, needed)
 			dst = dst[:off]
@@ -149,44 +181,76 @@ func (r *Reader) readChunk(dst []byte, committed int64) (int, []byte, error) {
 	}
 }
 
-// wholeBatches counts the bytes of the complete batches at the start of buf
-// that begin below committed. needed is the size of a first batch that did
-// not fit.
-func wholeBatches(buf []byte, next, committed int64) (used int, nextOffset int64, needed int) {
-	nextOffset = next
-	for len(buf)-used >= HeaderSize {
-		b := Batch(buf[used:])
-		if b.BaseOffset() >= committed || b.BaseOffset() != nextOffset {
-			break
+// checkBatches checks the complete batches at the start of buf, read at the
+// reader's position, that begin below committed, and returns the bytes they
+// take and the offset after them. eof says that buf ends where the file
+// does. needed is the size of a first batch that did not fit; bad, the
+// *CorruptionError of the first batch that is not valid where it is.
+func (r *Reader) checkBatches(buf []byte, committed int64, eof bool) (used int, next int64, needed int, bad error) {
+	next = r.next
+	for next < committed {
+		rest := Batch(buf[used:])
+		if len(rest) == 0 && eof {
+			break // the segment ends here: advanceSegment decides
 		}
-		size := b.Size()
-		if size > len(buf)-used {
+		if len(rest) < HeaderSize && !eof {
+			break // the next read brings the rest of the header
+		}
+		err := checkHeader(rest)
+		switch {
+		case err != nil:
+		case rest.BaseOffset() != next:
+			err = fmt.Errorf("%w: base offset %d, want %d", ErrCorrupt, rest.BaseOffset(), next)
+		case rest.NextOffset() > committed:
+			err = fmt.Errorf("%w: batch [%d, %d) crosses the committed offset %d", ErrCorrupt, next, rest.NextOffset(), committed)
+		case rest.Size() > len(rest) && eof:
+			err = fmt.Errorf("%w: batch of %d bytes overruns the file", ErrCorrupt, rest.Size())
+		case rest.Size() > len(rest):
 			if used == 0 {
-				needed = size
+				needed = rest.Size()
 			}
-			break
+			return used, next, needed, nil
+		default:
+			err = rest[:rest.Size()].Check()
 		}
-		used += size
-		nextOffset = b.NextOffset()
+		if err != nil {
+			return used, next, 0, r.seg.corrupt(r.pos+int64(used), next, err)
+		}
+		used += rest.Size()
+		next = rest.NextOffset()
 	}
-	return used, nextOffset, needed
+	return used, next, 0, nil
 }
 
-// advanceSegment moves to the next segment once the current one is sealed
-// and read to its end.
-func (r *Reader) advanceSegment() bool {
+// advanceSegment moves to the next segment once the current one is read to
+// its end: the segment that starts at the reader's next offset. When there
+// is none, the reader has caught up if its next offset is not committed;
+// else the segment is missing committed batches (a *CorruptionError), or
+// retention deleted the ones that follow (ErrOffsetOutOfRange), or the log
+// was closed (ErrClosed).
+func (r *Reader) advanceSegment(committed int64) (bool, error) {
 	r.l.mu.Lock()
 	defer r.l.mu.Unlock()
+	if r.l.mu.closed {
+		return false, ErrClosed
+	}
+	if r.next < r.l.mu.start {
+		return false, fmt.Errorf("read at offset %d: the log now starts at %d: %w", r.next, r.l.mu.start, ErrOffsetOutOfRange)
+	}
 	segs := r.l.mu.segments
 	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > r.seg.base })
-	if i == len(segs) || segs[i].base != r.next {
-		return false
+	if i < len(segs) && segs[i].base == r.next {
+		s := segs[i]
+		s.acquire()
+		r.seg.release()
+		r.seg, r.pos = s, 0
+		return true, nil
 	}
-	s := segs[i]
-	s.acquire()
-	r.seg.release()
-	r.seg, r.pos = s, 0
-	return true
+	if r.next < committed {
+		return false, r.seg.corrupt(r.pos, r.next,
+			fmt.Errorf("%w: the segment ends at offset %d, below the committed offset %d, and no segment starts there", ErrCorrupt, r.next, committed))
+	}
+	return false, nil
 }
 
 func grow(b []byte, n int) []byte {
@@ -211,11 +275,14 @@ func rebase(batches []Batch, buf []byte, start int) []Batch {
 
 // OffsetForTime returns the first offset of the first committed batch
 // whose commit timestamp (unix microseconds) is at or after ts, or the
-// committed offset when there is none yet.
+// committed offset when there is none yet. The headers it reads are checked
+// as a reader checks them (a *CorruptionError when they are bad).
 func (l *Log) OffsetForTime(ts int64) (int64, error) {
 	l.mu.Lock()
 	segs := l.mu.segments
-	i := sort.Search(len(segs), func(i int) bool { return segs[i].maxTS >= ts })
+	// An empty segment (the active one, after a roll or a cut) will hold
+	// only batches newer than every one before it.
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].maxTS >= ts || segs[i].next == segs[i].base })
 	if i == len(segs) {
 		l.mu.Unlock()
 		return l.committed.Load(), nil
@@ -223,25 +290,34 @@ func (l *Log) OffsetForTime(ts int64) (int64, error) {
 	s := segs[i]
 	s.acquire()
 	e := lookupTime(s.index, ts)
+	// Below the end of a sealed segment, or the committed offset: a sealed
+	// segment whose batches are all older than ts (its maxTS said
+	// otherwise) is followed by one that starts at its end.
+	limit := l.committed.Load()
+	if s.sealed {
+		limit = min(limit, s.next)
+	}
 	l.mu.Unlock()
 	defer s.release()
 
 	pos, next := l.seek(s, e)
-	committed := l.committed.Load()
-	var hdr [HeaderSize]byte
-	for next < committed {
-		if _, err := s.f.ReadAt(hdr[:], pos); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
+	var buf [HeaderSize]byte
+	for next < limit {
+		b, bad, err := s.readHeader(&buf, pos)
+		if err != nil {
 			return 0, err
 		}
-		b := Batch(hdr[:])
+		if bad == nil && b.BaseOffset() != next {
+			bad = fmt.Errorf("%w: base offset %d, want %d", ErrCorrupt, b.BaseOffset(), next)
+		}
+		if bad != nil {
+			return 0, s.corrupt(pos, next, bad)
+		}
 		if b.CommitTimestamp() >= ts {
 			return b.BaseOffset(), nil
 		}
 		pos += int64(b.Size())
 		next = b.NextOffset()
 	}
-	return committed, nil
+	return limit, nil
 }

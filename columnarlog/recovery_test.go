@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,13 +40,19 @@ import (
 //	    w<write>.<n>. fail-sync makes the fsync of the commit file or of a
 //	    bucket's active segment fail during the commit round.
 //	write
-//	    as append, without the commit round: written, not acknowledged.
+//	    as append, without the commit round: written, not acknowledged; its
+//	    writer stays in flight, so a repair after a failure waits for it.
 //	crash [keep-unsynced]
 //	    the filesystem as a crash leaves it: only what was synced, or also
 //	    everything written since; the open table is abandoned, not closed.
+//	disk full [room=B] | disk free
+//	    the disk fills up once B more bytes (default 0) are written: the
+//	    write that does not fit writes what does and fails with ENOSPC;
+//	    then space comes back (vfs.MemFS.LimitSpace).
 //	truncate file=F size=N | flip file=F pos=N [xor=X] | remove file=F
 //	    damage: cut a file, xor one of its bytes (default 0x01), delete it.
 //	close | state | files | commits | index bucket=B
+//	    state ends with the error that makes the table refuse writes, if any.
 //	read bucket=B from=O | time bucket=B at=SECONDS
 //	retention [bucket=B] [floor=O] [max-bytes=N] [max-age=D]
 //	tick d=DURATION
@@ -77,7 +84,8 @@ type recoveryEnv struct {
 	opts  Options
 	n     int // buckets
 	tl    *TableLog
-	write int // writes so far: labels batches
+	write int           // writes so far: labels batches
+	room  *atomic.Int64 // the bytes left for writes (disk), nil: no limit
 }
 
 func newRecoveryEnv() *recoveryEnv {
@@ -93,6 +101,7 @@ func (e *recoveryEnv) run(t *testing.T, td *datadriven.TestData) string {
 		"crash": e.cmdCrash, "truncate": e.cmdTruncate, "flip": e.cmdFlip, "remove": e.cmdRemove,
 		"state": e.cmdState, "files": e.cmdFiles, "commits": e.cmdCommits, "index": e.cmdIndex,
 		"read": e.cmdRead, "time": e.cmdTime, "retention": e.cmdRetention, "tick": e.cmdTick,
+		"disk": e.cmdDisk,
 	}[td.Cmd]
 	if !ok {
 		td.Fatalf(t, "unknown command %q", td.Cmd)
@@ -241,6 +250,9 @@ func (e *recoveryEnv) cmdCrash(t *testing.T, td *datadriven.TestData) string {
 	crashed := e.fs.CrashClone(vfs.CrashOptions{KeepUnsynced: keep})
 	before, after := fileSizes(t, e.fs), fileSizes(t, crashed)
 	e.fs, e.tl = crashed, nil
+	if e.room != nil { // the disk is still full after the crash
+		e.fs.LimitSpace(e.room)
+	}
 	var out strings.Builder
 	for _, name := range slices.Sorted(maps.Keys(before)) {
 		b := before[name]
@@ -255,6 +267,24 @@ func (e *recoveryEnv) cmdCrash(t *testing.T, td *datadriven.TestData) string {
 		}
 	}
 	return out.String()
+}
+
+func (e *recoveryEnv) cmdDisk(t *testing.T, td *datadriven.TestData) string {
+	switch {
+	case td.HasArg("full"):
+		var room int64
+		td.MaybeScanArgs(t, "room", &room)
+		e.room = new(atomic.Int64)
+		e.room.Store(room)
+		e.fs.LimitSpace(e.room)
+		return fmt.Sprintf("disk full after %d more bytes\n", room)
+	case td.HasArg("free"):
+		e.room = nil
+		e.fs.LimitSpace(nil)
+		return "disk has space\n"
+	}
+	td.Fatalf(t, "disk: want full or free")
+	return ""
 }
 
 func (e *recoveryEnv) cmdTruncate(t *testing.T, td *datadriven.TestData) string {
@@ -321,6 +351,9 @@ func (e *recoveryEnv) state() string {
 		fmt.Fprintf(&out, "  rows: %s\n", readLabels(l, st.Start))
 	}
 	fmt.Fprintf(&out, "committed ends: %v\n", e.tl.CommittedEnds())
+	if err := e.tl.Err(); err != nil {
+		fmt.Fprintf(&out, "refuses writes: %s\n", errText(err))
+	}
 	return out.String()
 }
 

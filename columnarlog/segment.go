@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"path"
 	"sort"
@@ -127,20 +126,21 @@ func lookupTime(index []indexEntry, ts int64) indexEntry {
 // lookup or lookupTime found: the entry's position and offset, or the start
 // of the segment. Index files carry no checksum, so a damaged one can pass
 // for whole when it is loaded; an entry is trusted only if the batch header
-// at its position is the batch it names (offset and commit timestamp). One
-// header read buys that: a damaged entry would otherwise send a reader into
-// the middle of a batch, where it finds no batch and stops early, silently.
+// at its position is a valid header (checkHeader) of the batch it names
+// (offset and commit timestamp). One header read buys that: a damaged entry
+// would otherwise send a reader into the middle of a batch. A reader that
+// falls back meets a damaged batch there itself, and reports it.
 func (l *Log) seek(s *segment, e indexEntry) (pos, next int64) {
 	if e.pos == 0 {
 		return 0, s.base
 	}
-	var hdr [HeaderSize]byte
-	_, err := s.f.ReadAt(hdr[:], e.pos)
-	if b := Batch(hdr[:]); err == nil && b.Magic() == MagicV1 && b.BaseOffset() == e.offset && b.CommitTimestamp() == e.ts {
+	var buf [HeaderSize]byte
+	b, bad, err := s.readHeader(&buf, e.pos)
+	if err == nil && bad == nil && b.BaseOffset() == e.offset && b.CommitTimestamp() == e.ts {
 		return e.pos, e.offset
 	}
 	l.opts.Logger.Warn("index entry does not match the segment; reading it from its start",
-		"segment", s.path(logSuffix), "offset", e.offset, "pos", e.pos, "error", err)
+		"segment", s.path(logSuffix), "offset", e.offset, "pos", e.pos, "error", errors.Join(err, bad))
 	return 0, s.base
 }
 
@@ -178,19 +178,44 @@ func (s *segment) decodeIndexes(idx, tidx []byte, size int64) ([]indexEntry, boo
 	return out, true
 }
 
-// CorruptionError reports a batch of a segment that is not valid: torn by a
-// crash, or damaged. It wraps ErrCorrupt.
+// CorruptionError reports a batch of a segment that is not valid, or not
+// where the log needs it: damaged on disk, torn by a crash, or missing. It
+// wraps ErrCorrupt. Recovery reports the damage it cannot cut as a torn
+// tail, and readers the damage they meet, with one.
 type CorruptionError struct {
-	Segment string // file name
-	Pos     int64  // position of the bad batch in the file
-	Err     error
+	Segment  string // path of the segment file
+	Position int64  // position in the file of the bad batch (or of the end the batch is missing from)
+	Offset   int64  // the offset the batch there must start at
+	Err      error  // what is wrong; wraps ErrCorrupt
 }
 
 func (e *CorruptionError) Error() string {
-	return fmt.Sprintf("corruption in segment %s at position %d: %v", e.Segment, e.Pos, e.Err)
+	return fmt.Sprintf("corruption in segment %s at position %d (offset %d): %v", e.Segment, e.Position, e.Offset, e.Err)
 }
 
 func (e *CorruptionError) Unwrap() error { return e.Err }
+
+// corrupt returns a *CorruptionError for position pos of s, where the batch
+// at offset must start. err wraps ErrCorrupt.
+func (s *segment) corrupt(pos, offset int64, err error) *CorruptionError {
+	return &CorruptionError{Segment: s.path(logSuffix), Position: pos, Offset: offset, Err: err}
+}
+
+// readHeader reads the fixed header of the batch at pos into buf and checks
+// it (checkHeader). hdr holds what the file has, up to a version 2 header,
+// so a header that the end of the file cuts short is bad, as is a damaged
+// one: bad wraps ErrCorrupt. err is an I/O error.
+func (s *segment) readHeader(buf *[HeaderSize]byte, pos int64) (hdr Batch, bad, err error) {
+	n, err := s.f.ReadAt(buf[:], pos)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, nil, fmt.Errorf("read segment %s at %d: %w", s.path(logSuffix), pos, err)
+	}
+	hdr = Batch(buf[:n])
+	if err := checkHeader(hdr); err != nil {
+		return nil, err, nil
+	}
+	return hdr, nil, nil
+}
 
 // scanResult is what a scan of a segment file learnt.
 type scanResult struct {
@@ -200,57 +225,47 @@ type scanResult struct {
 	maxTS   int64
 	index   []indexEntry
 	writers map[int64]writerState
-	bad     error // the *CorruptionError that stopped the scan, if any
+	bad     *CorruptionError // what stopped the scan, if anything did
 }
 
 // scan reads the segment file from pos, a batch boundary at which offset next
-// starts, and checks every batch (length, magic, CRC, offsets). With verify
-// false only the headers are read. It stops at the end of the file or at the
-// first bad batch, which it reports in bad.
+// starts, and checks every batch: its header (checkHeader), that it starts
+// where the batch before it ended and lies within the file, and with verify
+// the whole batch (Batch.Check: CRC and sections). With verify false only
+// the headers are read. It stops at the end of the file or at the first bad
+// batch, which it reports in bad.
 func (s *segment) scan(pos, next int64, verify bool, interval int64, fileSize int64) (scanResult, error) {
 	res := scanResult{end: pos, next: next, writers: map[int64]writerState{}}
-	var hdr [HeaderSize]byte
+	var hbuf [HeaderSize]byte
 	var buf []byte
-	corrupt := func(format string, a ...any) {
-		res.bad = &CorruptionError{Segment: segmentName(s.base, logSuffix), Pos: pos,
-			Err: fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, a...)...)}
-	}
 	for pos < fileSize {
-		if fileSize-pos < HeaderSize {
-			corrupt("%d trailing bytes, shorter than a header", fileSize-pos)
-			break
+		b, bad, err := s.readHeader(&hbuf, pos)
+		if err != nil {
+			return res, err
 		}
-		if _, err := s.f.ReadAt(hdr[:], pos); err != nil {
-			return res, fmt.Errorf("read segment %s at %d: %w", segmentName(s.base, logSuffix), pos, err)
+		size := int64(0)
+		if bad == nil {
+			size = int64(b.Size())
+			switch {
+			case pos+size > fileSize:
+				bad = fmt.Errorf("%w: batch of %d bytes overruns the file (%d bytes)", ErrCorrupt, size, fileSize)
+			case b.BaseOffset() != res.next:
+				bad = fmt.Errorf("%w: base offset %d, want %d", ErrCorrupt, b.BaseOffset(), res.next)
+			}
 		}
-		b := Batch(hdr[:])
-		size := int64(b.Length()) + lengthBase
-		switch {
-		case b.Magic() != MagicV1:
-			corrupt("magic %d", b.Magic())
-		case size < HeaderSize || pos+size > fileSize:
-			corrupt("batch of %d bytes overruns the file (%d bytes)", size, fileSize)
-		case b.BaseOffset() != res.next:
-			corrupt("base offset %d, want %d", b.BaseOffset(), res.next)
-		case b.RecordCount() <= 0:
-			corrupt("record count %d", b.RecordCount())
-		}
-		if res.bad != nil {
-			break
-		}
-		if verify {
+		if bad == nil && verify {
 			if cap(buf) < int(size) {
 				buf = make([]byte, size)
 			}
 			buf = buf[:size]
 			if _, err := s.f.ReadAt(buf, pos); err != nil && !errors.Is(err, io.EOF) {
-				return res, fmt.Errorf("read segment %s at %d: %w", segmentName(s.base, logSuffix), pos, err)
+				return res, fmt.Errorf("read segment %s at %d: %w", s.path(logSuffix), pos, err)
 			}
-			if crc32.Checksum(buf[crcStart:], castagnoli) != b.CRC() {
-				corrupt("crc mismatch")
-				break
-			}
-			b = Batch(buf)
+			b, bad = Batch(buf), Batch(buf).Check()
+		}
+		if bad != nil {
+			res.bad = s.corrupt(pos, res.next, bad)
+			break
 		}
 		if n := len(res.index); n == 0 || pos-res.index[n-1].pos >= interval {
 			res.index = append(res.index, indexEntry{offset: b.BaseOffset(), pos: pos, ts: b.CommitTimestamp()})

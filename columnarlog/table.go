@@ -48,22 +48,45 @@ import (
 // grows past commitFileMax, through a temporary file and a rename; a round that
 // rewrites it syncs the bucket logs first, as the record it drops is the
 // one recovery would fall back to.
+//
+// A write or a commit round that fails (a full disk, an I/O error) leaves
+// writes that were not acknowledged in the bucket files, above the
+// committed ends, and maybe a commit record that covers some of them. The
+// log then refuses writes (Err) until it is repaired, which the next Append
+// tries first: once every write the failure concerned has returned, the
+// commit file is rewritten with the committed ends alone, and every bucket
+// cut back to its committed end (truncate). So no acknowledged row is lost
+// (nothing at or below the committed ends is touched), no refused row
+// becomes visible, then or after a crash (the commit file names none), and
+// the offsets the refused writes had are given to new writes only once no
+// reader can have seen them (readers stop at the committed ends). A repair
+// that fails, the disk still full, leaves the log as it was, refusing
+// writes, and the next Append tries again.
 type TableLog struct {
 	dir     string
 	opts    Options
 	buckets []*Log
 
 	// wmu orders writes: parts of one write are appended to every bucket
-	// before any part of the next.
+	// before any part of the next. It guards seq, written and err.
 	wmu sync.Mutex
-	seq int64 // writes so far; guarded by wmu
+	seq int64 // writes so far
+	// written are the bucket ends after the last whole write: a commit
+	// round commits up to them, never into a write that failed half way.
+	written []int64
+	// err refuses writes: ErrClosed, or the failure of a write or a commit
+	// round, which the next write repairs (repairLocked).
+	err error
+	// inflight counts the writes written and not yet told their outcome
+	// (waiting for their commit round). A repair waits for it to be 0: a
+	// write it cuts must not be acknowledged by a later round.
+	inflight atomic.Int64
 
 	commit groupCommit // over write sequence numbers
 
 	cmu   sync.Mutex // guards the commit file
 	cfile vfs.File
 	csize int64
-	err   error // sticky; guarded by wmu
 
 	// ends are the bucket end offsets of the last published commit round,
 	// replaced (never modified) after each: a snapshot consistent across
@@ -78,8 +101,9 @@ type TableLog struct {
 func (t *TableLog) CommittedEnds() []int64 { return *t.ends.Load() }
 
 // Err reports why the log refuses writes, nil while it accepts them: a
-// write that failed part-way, or a commit round whose sync failed. Append
-// fails with the same error. It is for status reports (a node's /healthz).
+// write that failed part-way, or a commit round whose sync failed. The next
+// Append repairs the log first (see TableLog) and clears it, or fails with
+// an error that wraps it. It is for status reports (a node's /healthz).
 func (t *TableLog) Err() error {
 	t.wmu.Lock()
 	err := t.err
@@ -126,7 +150,9 @@ func (t *TableLog) open(n int) error {
 		}
 	}
 	for b := 0; b < n; b++ {
-		l, err := Open(path.Join(t.dir, strconv.Itoa(b)), t.opts)
+		// A damaged tail stays in the file until recoverBucket knows
+		// whether it held committed data.
+		l, err := open(path.Join(t.dir, strconv.Itoa(b)), t.opts, false)
 		if err != nil {
 			return err
 		}
@@ -147,6 +173,7 @@ func (t *TableLog) open(n int) error {
 		}
 	}
 	t.ends.Store(&ends)
+	t.written = append([]int64(nil), ends...)
 	return t.rewriteCommitFile(0, ends)
 }
 
@@ -175,17 +202,32 @@ func (t *TableLog) holds(ends []int64) bool {
 	return true
 }
 
-// recoverBucket cuts a bucket back to its committed end.
+// recoverBucket cuts a bucket back to its committed end, and its damaged
+// tail with it. A bucket whose batches, or whose good batches, end below
+// its committed end lost committed data: a *CorruptionError, and the file
+// is left as it is.
 func (t *TableLog) recoverBucket(b int, l *Log, end int64) error {
-	next := l.Stats().Next
+	l.mu.Lock()
+	next, bad := l.mu.next, l.mu.badTail
+	active := l.mu.segments[len(l.mu.segments)-1]
+	size := active.size
+	l.mu.Unlock()
 	switch {
-	case next > end:
-		t.opts.Logger.Warn("dropping uncommitted batches", "dir", l.dir, "from", end, "to", next)
+	case next < end:
+		if bad == nil {
+			bad = active.corrupt(size, next, fmt.Errorf("%w: the log ends at offset %d", ErrCorrupt, next))
+		}
+		return fmt.Errorf("bucket %d: committed offsets [%d, %d) are lost: %w", b, next, end, bad)
+	case next > end || bad != nil:
+		if bad != nil {
+			t.opts.Logger.Warn("truncating torn or damaged log tail", "dir", l.dir, "error", bad)
+		}
+		if next > end {
+			t.opts.Logger.Warn("dropping uncommitted batches", "dir", l.dir, "from", end, "to", next)
+		}
 		if err := l.truncate(end); err != nil {
 			return fmt.Errorf("bucket %d: %w", b, err)
 		}
-	case next < end:
-		return fmt.Errorf("bucket %d ends at offset %d, below its committed offset %d: %w", b, next, end, ErrCorrupt)
 	}
 	// Invariant: a recovered bucket ends at its committed end: what the
 	// record covers is all there, and nothing it does not cover survives.
@@ -226,16 +268,21 @@ func (t *TableLog) Append(parts [][]Batch) ([][]AppendResult, error) {
 	if err != nil || seq == 0 {
 		return res, err
 	}
-	return res, t.commit.wait(seq, t.commitRound)
+	err = t.commit.wait(seq, t.commitRound)
+	t.inflight.Add(-1)
+	return res, err
 }
 
 // write appends the parts under the table lock and returns the write's
-// sequence number (0 for a duplicate).
+// sequence number (0 for a duplicate). A log that refuses writes after a
+// failure is repaired first.
 func (t *TableLog) write(parts [][]Batch) (int64, [][]AppendResult, error) {
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
 	if t.err != nil {
-		return 0, nil, t.err
+		if err := t.repairLocked(); err != nil {
+			return 0, nil, err
+		}
 	}
 	res, dups, total, err := t.checkWritersLocked(parts)
 	if err != nil {
@@ -251,16 +298,58 @@ func (t *TableLog) write(parts [][]Batch) (int64, [][]AppendResult, error) {
 		for i, p := range part {
 			r, _, err := t.buckets[b].write(p)
 			if err != nil {
-				// Batches already written are not committed; the table
-				// refuses writes until it is reopened, which cuts them.
+				// Batches already written are not committed (a round
+				// commits up to t.written): the table refuses writes
+				// until a repair cuts them.
 				t.err = fmt.Errorf("bucket %d: %w", b, err)
 				return 0, nil, t.err
 			}
 			res[b][i] = r
 		}
 	}
+	for b, part := range parts {
+		if len(part) > 0 {
+			t.written[b] = t.buckets[b].end()
+		}
+	}
 	t.seq++
+	t.inflight.Add(1)
 	return t.seq, res, nil
+}
+
+// repairLocked makes the log take writes again after a failed write or
+// commit round (see TableLog): it rewrites the commit file with the
+// committed ends alone, so that no record names what it cuts, then cuts
+// every bucket that holds more back to its committed end. It runs only once
+// every write the failure concerned has returned (inflight is 0), so that
+// no commit round runs and none of those writes is acknowledged after it.
+// On success it clears the error; otherwise the log stays as it was,
+// refusing writes, and the error says why.
+func (t *TableLog) repairLocked() error {
+	if errors.Is(t.err, ErrClosed) {
+		return t.err
+	}
+	if n := t.inflight.Load(); n > 0 {
+		return fmt.Errorf("%w (not repaired yet: %d writes it failed are still returning)", t.err, n)
+	}
+	ends := t.CommittedEnds()
+	if err := t.rewriteCommitFile(t.seq, ends); err != nil {
+		return fmt.Errorf("%w (repair: %w)", t.err, err)
+	}
+	for b, l := range t.buckets {
+		if end, failed := l.tail(); end == ends[b] && !failed {
+			continue
+		}
+		if err := l.truncate(ends[b]); err != nil {
+			return fmt.Errorf("%w (repair: bucket %d: %w)", t.err, b, err)
+		}
+	}
+	t.opts.Logger.Warn("repaired the log after a failed write: cut the writes not acknowledged",
+		"dir", t.dir, "ends", ends, "error", t.err)
+	t.written = append(t.written[:0], ends...)
+	t.commit.restart(t.seq)
+	t.err = nil
+	return nil
 }
 
 // checkWritersLocked finds the batches that repeat their writer's last one.
@@ -292,12 +381,7 @@ func (t *TableLog) checkWritersLocked(parts [][]Batch) (res [][]AppendResult, du
 func (t *TableLog) commitRound() (int64, error) {
 	t.wmu.Lock()
 	seq := t.seq
-	ends := make([]int64, len(t.buckets))
-	for b, l := range t.buckets {
-		l.mu.Lock()
-		ends[b] = l.mu.next
-		l.mu.Unlock()
-	}
+	ends := append([]int64(nil), t.written...)
 	t.wmu.Unlock()
 
 	// Invariant: committed ends never move back. Rounds run one at a time
@@ -310,6 +394,13 @@ func (t *TableLog) commitRound() (int64, error) {
 		}
 	}
 	if err := t.persist(seq, ends); err != nil {
+		// The writes of the round and those after it are not
+		// acknowledged; the log refuses writes until a repair cuts them.
+		t.wmu.Lock()
+		if t.err == nil {
+			t.err = fmt.Errorf("commit round: %w", err)
+		}
+		t.wmu.Unlock()
 		return 0, err
 	}
 	for b, l := range t.buckets {
@@ -496,9 +587,7 @@ func decodeCommit(buf []byte) (seq int64, ends []int64, size int, ok bool) {
 func (t *TableLog) Close() error {
 	t.wmu.Lock()
 	seq, werr := t.seq, t.err
-	if t.err == nil {
-		t.err = ErrClosed
-	}
+	t.err = ErrClosed // a failed log stays failed: no repair after Close
 	t.wmu.Unlock()
 	var err error
 	if werr == nil && seq > 0 { // seq 0: the file holds the one record open wrote

@@ -67,6 +67,8 @@ func toStatus(err error) error {
 		code = codes.Aborted // retry the write: it is conformed to the new definition
 	case errors.Is(err, tables.ErrCaptureRace):
 		code = codes.Unavailable // retry the same call
+	case errors.Is(err, columnarlog.ErrCorrupt):
+		code = codes.DataLoss // stored data is damaged: a retry meets the same damage
 	}
 	return status.Error(code, err.Error())
 }

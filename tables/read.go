@@ -47,11 +47,20 @@ func (t *Table) LogRanges() []Range {
 // the same indexes there). A table without a lake reports the log's
 // out-of-range error.
 func (t *Table) ReadRange(ctx context.Context, r Range, cols []int, rec func(arrow.RecordBatch) error, batch func(columnarlog.Batch) error) error {
-	err := t.ReadBatches(ctx, r, batch)
-	if !errors.Is(err, columnarlog.ErrOffsetOutOfRange) || t.Lake() == nil || r.From >= r.To {
+	// next is where the log read got to: retention may delete the
+	// segment after the one being read, and the rows sent stay sent.
+	next := r.From
+	err := t.ReadBatches(ctx, r, func(b columnarlog.Batch) error {
+		if err := batch(b); err != nil {
+			return err
+		}
+		next = max(next, b.NextOffset())
+		return nil
+	})
+	if !errors.Is(err, columnarlog.ErrOffsetOutOfRange) || t.Lake() == nil || next >= r.To {
 		return err
 	}
-	rest, herr := t.historyPrefix(ctx, r, cols, rec)
+	rest, herr := t.historyPrefix(ctx, Range{Bucket: r.Bucket, From: next, To: r.To}, cols, rec)
 	if herr != nil {
 		return errors.Join(err, herr)
 	}

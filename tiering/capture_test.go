@@ -5,6 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/lakestream/lakestream/columnarlog"
 	"github.com/lakestream/lakestream/internal/scan"
 	"github.com/lakestream/lakestream/tables"
 )
@@ -68,4 +72,67 @@ func retentionPassed(tbl *tables.Table, ranges []tables.Range) bool {
 		}
 	}
 	return true
+}
+
+// Retention may also delete the segment after the one a read is in: the
+// read goes on from the lake where the log stopped, sending no row twice.
+func TestReadRangeContinuesInTheLakeMidRead(t *testing.T) {
+	e := newLakeEnv(t, Config{})
+	e.exec(`CREATE TABLE bars (id BIGINT NOT NULL, amount DOUBLE, kind VARCHAR)
+		WITH ('log.segment.bytes'='1MiB', 'log.retention'='1ms', 'log.compression'='none')`)
+	tbl := e.table("bars")
+	for i := range 4 {
+		e.ingest("bars", i*100_000, 100_000) // a batch, and a segment, each
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	v, err := tbl.Capture(ctx, tables.LayerChangelog)
+	if err != nil || len(v.Ranges) != 1 {
+		t.Fatalf("capture: %+v, %v", v, err)
+	}
+	r := v.Ranges[0]
+	seen := map[int64]int{}
+	count := func(rec arrow.RecordBatch) {
+		ids := rec.Column(0).(*array.Int64)
+		for i := 0; i < ids.Len(); i++ {
+			seen[ids.Value(i)]++
+		}
+	}
+	first := true
+	err = tbl.ReadRange(ctx, r, []int{0}, func(rec arrow.RecordBatch) error {
+		count(rec)
+		return nil
+	}, func(b columnarlog.Batch) error {
+		rec, err := tbl.DecodeBatch(b, []int{0})
+		if err != nil {
+			return err
+		}
+		count(rec)
+		rec.Release()
+		if first { // tier everything and let retention delete what the read has not reached
+			first = false
+			e.round("bars")
+			e.ingest("bars", 400_000, 1) // seals the last segment
+			for tbl.Log().Bucket(0).Stats().Start <= b.NextOffset() {
+				if _, err := e.store.ApplyRetention(); err != nil {
+					return err
+				}
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := int64(0); id < 400_000; id++ {
+		if seen[id] != 1 {
+			t.Fatalf("id %d read %d times (%d ids read)", id, seen[id], len(seen))
+		}
+	}
+	if len(seen) != 400_000 {
+		t.Fatalf("%d ids read, want the 400,000 of the capture", len(seen))
+	}
 }

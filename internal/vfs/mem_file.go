@@ -35,13 +35,32 @@ func (f *memFile) Write(p []byte) (int, error) {
 	if !f.writable {
 		return 0, pathErr("write", f.name, syscall.EBADF)
 	}
+	full := false
+	if free := f.fs.space.Load(); free != nil {
+		p, full = take(free, p)
+	}
 	f.fs.crash.RLock()
 	defer f.fs.crash.RUnlock()
 	n := f.n
 	n.mu.Lock()
 	n.mu.data = append(n.mu.data, p...)
 	n.mu.Unlock()
+	if full {
+		return len(p), pathErr("write", f.name, syscall.ENOSPC)
+	}
 	return len(p), nil
+}
+
+// take takes room for p out of free (LimitSpace) and returns the part of p
+// that fits, and whether that is less than p.
+func take(free *atomic.Int64, p []byte) ([]byte, bool) {
+	for {
+		avail := free.Load()
+		n := min(max(avail, 0), int64(len(p)))
+		if free.CompareAndSwap(avail, avail-n) {
+			return p[:n], n < int64(len(p))
+		}
+	}
 }
 
 // ReadAt follows io.ReaderAt: a short read returns io.EOF.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -21,15 +22,17 @@ import (
 //   - directories made by MkdirAll are durable at once (the OS implementation
 //     syncs their parents to match).
 //
-// CrashClone returns the filesystem as a crash could leave it, and
-// InjectError fails chosen operations, so crash and I/O-error tests are
-// ordinary unit tests. MemFS is safe for concurrent use.
+// CrashClone returns the filesystem as a crash could leave it, InjectError
+// fails chosen operations and LimitSpace fills the disk, so crash and
+// I/O-error tests are ordinary unit tests. MemFS is safe for concurrent use.
 //
 // Paths are slash-separated; relative and absolute names are the same (both
 // are taken from the root), and "." and ".." are resolved lexically. MemFS
 // keeps no times: ModTime is always zero, so tests are deterministic.
 type MemFS struct {
 	inject injector
+	// space, when set, is the room left for writes (LimitSpace).
+	space atomic.Pointer[atomic.Int64]
 	// crash makes CrashClone an instant: file writes, syncs and truncates
 	// hold it shared, CrashClone exclusively, so a clone never sees one
 	// file synced after another was copied.
@@ -85,6 +88,16 @@ func NewMem() *MemFS {
 // before it has any effect, wrapped in an *os.PathError. nil removes the hook.
 func (m *MemFS) InjectError(fn func(op Op, name string) error) {
 	m.inject.set(fn)
+}
+
+// LimitSpace makes free the bytes left for writes: a write takes its length
+// from it, and a write that does not fit writes what does and fails with
+// syscall.ENOSPC, as write(2) does when the disk fills up during the call.
+// Only writes count: removing or truncating a file gives nothing back, and
+// Create, Sync and the rest go through, so a test decides when space comes
+// back by storing more in free. nil removes the limit.
+func (m *MemFS) LimitSpace(free *atomic.Int64) {
+	m.space.Store(free)
 }
 
 // splitPath cleans name and returns its components; the root has none.

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 )
 
@@ -306,6 +308,42 @@ func TestInjectError(t *testing.T) {
 	fs.InjectError(nil)
 	must(t, fs.SyncDir("d"))
 	must(t, f.Close())
+}
+
+// LimitSpace: writes take from the room left, the one that does not fit
+// writes what does and fails with ENOSPC, and more room lets writes through
+// again.
+func TestLimitSpace(t *testing.T) {
+	fs := memWith(t, nil)
+	var free atomic.Int64
+	free.Store(5)
+	fs.LimitSpace(&free)
+	f, err := fs.Create("d/f")
+	must(t, err)
+	_, err = f.Write([]byte("abc"))
+	must(t, err)
+	n, err := f.Write([]byte("defg"))
+	var pe *os.PathError
+	if n != 2 || !errors.Is(err, syscall.ENOSPC) || !errors.As(err, &pe) || pe.Op != "write" {
+		t.Fatalf("write on a filling disk: %d, %v; want 2 bytes and ENOSPC", n, err)
+	}
+	if n, err := f.Write([]byte("x")); n != 0 || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("write on a full disk: %d, %v", n, err)
+	}
+	must(t, f.Sync())
+	must(t, f.Truncate(3))
+	if free.Load() != 0 {
+		t.Fatalf("truncate gave back space: %d", free.Load())
+	}
+	free.Store(10)
+	_, err = f.Write([]byte("h"))
+	must(t, err)
+	if got := readAll(t, f); got != "abch" || free.Load() != 9 {
+		t.Errorf("file holds %q, %d bytes free; want abch, 9", got, free.Load())
+	}
+	fs.LimitSpace(nil)
+	_, err = f.Write(make([]byte, 100))
+	must(t, errors.Join(err, f.Close()))
 }
 
 // TestMemConcurrent drives every kind of operation from several goroutines at
