@@ -273,6 +273,20 @@ func (t *TableLog) Append(parts [][]Batch) ([][]AppendResult, error) {
 	return res, err
 }
 
+// Repair makes a log that refuses writes after a failed write or commit
+// round take them again, as the next Append would (repairLocked), so that a
+// table nobody writes to recovers too once its cause is gone (a disk with
+// room again). It does nothing to a log that accepts writes, and returns
+// the error that still makes it refuse them.
+func (t *TableLog) Repair() error {
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	if t.err == nil {
+		return nil
+	}
+	return t.repairLocked()
+}
+
 // write appends the parts under the table lock and returns the write's
 // sequence number (0 for a duplicate). A log that refuses writes after a
 // failure is repaired first.

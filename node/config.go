@@ -55,7 +55,8 @@ type Config struct {
 	Cache string
 	// RetentionCheck is how often log retention runs: segments below the
 	// tiered offset and older than their table's log.retention are deleted
-	// then. Default 1m.
+	// then. A table log that refuses writes after a failed write (a full
+	// disk) tries to repair itself as often. Default 1m.
 	RetentionCheck time.Duration
 	// Tiering says who runs the tiering rounds and the lake maintenance of
 	// the tables that tier (datalake.enabled): TieringBackground (Serve

@@ -189,6 +189,7 @@ func (n *Node) Serve(ctx context.Context) error {
 	bg, stopBG := context.WithCancel(context.Background())
 	go n.flight.Expire(bg)
 	go n.store.RunRetention(bg, n.cfg.RetentionCheck)
+	go n.store.RunRepair(bg, n.cfg.RetentionCheck)
 	lakeDone := make(chan struct{})
 	if n.cfg.Tiering == TieringBackground {
 		go func() { n.lake.Run(bg); close(lakeDone) }()

@@ -44,7 +44,7 @@ func loadConfig(args []string, env func(string) (string, bool)) (node.Config, er
 	fs.StringVar(&cfg.Sync, "sync", "always", "log durability: always (fsync before acknowledging) or never")
 	fs.IntVar(&cfg.DefaultBuckets, "default-buckets", 1, "bucket.num of tables that do not set it")
 	fs.StringVar(&cfg.Cache, "cache", "1GiB", `memory for decoded columns of the log's recently read batches ("off" disables)`)
-	fs.DurationVar(&cfg.RetentionCheck, "retention-check", time.Minute, "how often log retention deletes tiered segments older than their table's log.retention")
+	fs.DurationVar(&cfg.RetentionCheck, "retention-check", time.Minute, "how often log retention deletes tiered segments older than their table's log.retention, and a log refusing writes after a failed write tries to repair itself")
 	fs.StringVar(&cfg.EngineMemory, "engine-memory", "25%", "query engine (DuckDB) memory limit: a size, or a percentage of the machine's (or cgroup's) memory; nothing spills to disk")
 	fs.DurationVar(&cfg.QueryTimeout, "query-timeout", 30*time.Minute, "deadline of each query, from its start until its last row is produced")
 	fs.StringVar(&cfg.StreamMemory, "stream-memory", "20%", "memory budget of all result streams (scans, queries, subscriptions): a size or a percentage of memory")
