@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -21,22 +20,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
-
-// httpGet returns the status and body of a GET of path on the node's HTTP
-// address.
-func httpGet(t *testing.T, n *Node, path string) (int, string) {
-	t.Helper()
-	resp, err := http.Get("http://" + n.HTTPAddr() + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(body)
-}
 
 // rawCatalog changes the stopped node's catalog.db directly, as a catalog
 // written by an older release (before the name rules) could hold it.
@@ -90,7 +73,7 @@ func TestMetricsSurviveTableNames(t *testing.T) {
 
 	n, stop, done = startNode(t, dir)
 	defer func() { stop(); <-done }()
-	code, body := httpGet(t, n, "/metrics")
+	code, body := get(t, n, "/metrics")
 	if code != http.StatusOK {
 		t.Fatalf("/metrics answered %d:\n%.1000s", code, body)
 	}
@@ -109,7 +92,7 @@ func TestMetricsSurviveTableNames(t *testing.T) {
 	if got := strings.Count(body, "lakestream_log_committed_offset{"); got != 3 {
 		t.Errorf("%d series of lakestream_log_committed_offset, want the 3 tables with UTF-8 names", got)
 	}
-	if code, _ := httpGet(t, n, "/"); code != http.StatusOK {
+	if code, _ := get(t, n, "/"); code != http.StatusOK {
 		t.Errorf("the status page answered %d", code)
 	}
 }
@@ -215,7 +198,7 @@ func TestStartQuarantinesAndReports(t *testing.T) {
 		t.Errorf("the orphan directory after start: %v, want kept", err)
 	}
 
-	_, metrics := httpGet(t, n, "/metrics")
+	_, metrics := get(t, n, "/metrics")
 	for _, want := range []string{
 		`lakestream_table_quarantined{part="log",table="default.bad"} 1`,
 		`lakestream_table_quarantined{part="lake",table="default.lakey"} 1`,
@@ -225,7 +208,7 @@ func TestStartQuarantinesAndReports(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
-	_, page := httpGet(t, n, "/")
+	_, page := get(t, n, "/")
 	for _, want := range []string{"default.bad", segName, "default.lakey", "lake table lost", orphan} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the status page lacks %q", want)

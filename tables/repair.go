@@ -28,14 +28,5 @@ func (s *Store) RepairLogs() int {
 
 // RunRepair runs RepairLogs every interval until ctx ends.
 func (s *Store) RunRepair(ctx context.Context, every time.Duration) {
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			s.RepairLogs()
-		}
-	}
+	runEvery(ctx, every, func() { s.RepairLogs() })
 }

@@ -45,6 +45,18 @@ func (s *Store) ApplyRetention() (int, error) {
 
 // RunRetention applies retention every interval until ctx ends.
 func (s *Store) RunRetention(ctx context.Context, every time.Duration) {
+	runEvery(ctx, every, func() {
+		if n, err := s.ApplyRetention(); err != nil {
+			s.cfg.Logger.Error("log retention", "error", err)
+		} else if n > 0 {
+			s.cfg.Logger.Info("log retention deleted segments", "segments", n)
+		}
+	})
+}
+
+// runEvery runs fn every interval until ctx ends: the loop of the store's
+// background jobs, each its own goroutine.
+func runEvery(ctx context.Context, every time.Duration, fn func()) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
@@ -52,11 +64,7 @@ func (s *Store) RunRetention(ctx context.Context, every time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			if n, err := s.ApplyRetention(); err != nil {
-				s.cfg.Logger.Error("log retention", "error", err)
-			} else if n > 0 {
-				s.cfg.Logger.Info("log retention deleted segments", "segments", n)
-			}
+			fn()
 		}
 	}
 }
