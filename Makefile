@@ -74,7 +74,7 @@ $(VENV)/.installed: tests/requirements.txt
 
 # The benchmark suite (docs/benchmarks.md): a node in-process against its
 # baselines; prints a table and writes bench/out/results.{json,html}.
-# bench is the quick version (about eight minutes on 2 cores with every
+# bench is the quick version (8 to 12 minutes on 2 cores with every
 # baseline, Fluss's subscription runs half of it; BENCH_FLAGS=-baselines=postgres,kafka
 # about four), bench-full the larger one (about twenty minutes, four of them the lake
 # workloads). bench leaves out the tiering workload (1,000 tiering rounds
