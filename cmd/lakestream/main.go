@@ -8,6 +8,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -43,6 +45,9 @@ func main() {
 		fmt.Fprintf(os.Stderr, "lakestream: unknown command %q\n", os.Args[1])
 		usage()
 		os.Exit(2)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return // -h: the flag set printed its usage
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lakestream:", err)

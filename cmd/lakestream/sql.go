@@ -23,11 +23,12 @@ func runSQL(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("sql", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:31337", "Flight SQL address of the node")
 	format := fs.String("format", "table", "output: table, csv, json or arrow (an Arrow IPC stream)")
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return fmt.Errorf(`sql: want one statement, e.g. lakestream sql "SELECT * FROM t"`)
+	if len(pos) != 1 {
+		return fmt.Errorf(`sql: want one statement (quote it), e.g. lakestream sql "SELECT * FROM t" --format csv; got %d arguments`, len(pos))
 	}
 	switch *format {
 	case "table", "csv", "json", "arrow":
@@ -40,7 +41,7 @@ func runSQL(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer cl.Close()
-	info, err := cl.Execute(ctx, fs.Arg(0))
+	info, err := cl.Execute(ctx, pos[0])
 	if err != nil {
 		return err
 	}
