@@ -271,6 +271,50 @@ func (w *service) GetFlightInfo(ctx context.Context, desc *flight.FlightDescript
 	return info, toStatus(err)
 }
 
+// GetSchema answers a PATH descriptor with the table's schema (the one its
+// scan returns), for plain Flight clients; commands go to the Flight SQL
+// router.
+func (w *service) GetSchema(ctx context.Context, desc *flight.FlightDescriptor) (*flight.SchemaResult, error) {
+	if desc.GetType() != flight.DescriptorPATH {
+		return w.FlightServer.GetSchema(ctx, desc)
+	}
+	db, name, err := pathTable(desc.GetPath())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	r, err := w.s.resolveScan(ctx, &planner.PlainScan{DB: db, Table: name})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &flight.SchemaResult{Schema: flight.SerializeSchema(r.schema, w.s.opts.Mem)}, nil
+}
+
+// ListFlights lists every table as a PATH descriptor [database, table]
+// with its schema; GetFlightInfo of the descriptor plans its scan. Criteria
+// are not supported: a listing with one is refused rather than answered
+// unfiltered.
+func (w *service) ListFlights(c *flight.Criteria, stream flight.FlightService_ListFlightsServer) error {
+	if n := len(c.GetExpression()); n > 0 {
+		return toStatus(fmt.Errorf("%w: ListFlights criteria are not supported (got %d bytes): list without criteria", errInvalid, n))
+	}
+	defs, err := w.s.store.Catalog().AllTables(stream.Context())
+	if err != nil {
+		return toStatus(err)
+	}
+	for _, def := range defs {
+		err := stream.Send(&flight.FlightInfo{
+			Schema:           flight.SerializeSchema(def.ArrowSchema(), w.s.opts.Mem),
+			FlightDescriptor: &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{def.DB, def.Name}},
+			TotalRecords:     -1,
+			TotalBytes:       -1,
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // pathTable reads a descriptor path: [table] or [database, table].
 func pathTable(path []string) (db, name string, err error) {
 	switch len(path) {
