@@ -76,11 +76,7 @@ func (t *Table) Capture(ctx context.Context, layer Layer) (*View, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		v := &View{Table: t, Layer: layer, lake: lake, def: t.Def()}
-		if lake != nil && layer != LayerChangelog {
-			v.Lake = lake.Snapshot()
-		}
-		if layer == LayerLake || v.captureLog() {
+		if v, whole := t.captureOnce(layer, lake); whole {
 			return v, nil
 		}
 		if attempt == captureAttempts {
@@ -93,23 +89,30 @@ func notTiered(name string) error {
 	return fmt.Errorf("%w: table %s is not tiered into the lake (datalake.enabled is false)", catalog.ErrTableNotFound, name)
 }
 
-// captureLog sets the log ranges above the captured lake offsets and
-// reports whether they are whole: false when some bucket's retained log
-// starts above its lake offset, so that rows in between would be missed.
-func (v *View) captureLog() bool {
+// captureOnce captures the lake state (none for LayerChangelog), then the
+// log ranges above its offsets, and reports whether they are whole: false
+// when some bucket's retained log starts above its lake offset, so that
+// the rows in between would be in neither part.
+func (t *Table) captureOnce(layer Layer, lake TableLake) (*View, bool) {
+	v := &View{Table: t, Layer: layer, lake: lake, def: t.Def()}
+	if lake != nil && layer != LayerChangelog {
+		v.Lake = lake.Snapshot()
+	}
+	if layer == LayerLake {
+		return v, true
+	}
+	whole := true
 	offs := v.Lake.Offsets
-	for _, r := range v.Table.LogRanges() {
+	for _, r := range t.LogRanges() {
 		if r.Bucket < len(offs) {
-			if r.From > offs[r.Bucket] {
-				return false
-			}
-			r.From = offs[r.Bucket]
+			whole = whole && r.From <= offs[r.Bucket]
+			r.From = max(r.From, offs[r.Bucket])
 		}
 		if r.To > r.From {
 			v.Ranges = append(v.Ranges, r)
 		}
 	}
-	return true
+	return v, whole
 }
 
 // Rows is the number of rows the view covers, before any pruning.
@@ -194,24 +197,14 @@ func (l layerTable) Plan(ctx context.Context, req scan.Request) (scan.Plan, erro
 }
 
 // EstimatedRows is the rows a read started now would cover, for the
-// engine's planning; no capture is needed for an estimate.
+// engine's planning: one capture, not taken again when retention overtook it.
 func (l layerTable) EstimatedRows() int64 {
-	var n int64
-	var offs []int64
-	if lake := l.t.Lake(); lake != nil && l.layer != LayerChangelog {
-		snap := lake.Snapshot()
-		n, offs = snap.Rows, snap.Offsets
+	lake := l.t.Lake()
+	if l.layer == LayerLake && lake == nil {
+		return 0
 	}
-	if l.layer == LayerLake {
-		return n
-	}
-	for _, r := range l.t.LogRanges() {
-		if r.Bucket < len(offs) {
-			r.From = max(r.From, offs[r.Bucket])
-		}
-		n += max(0, r.To-r.From)
-	}
-	return n
+	v, _ := l.t.captureOnce(l.layer, lake)
+	return v.Rows()
 }
 
 // Resolve finds the table a name refers to and the layer it reads: "t",
