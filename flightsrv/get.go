@@ -85,16 +85,18 @@ func (s *Server) streamScan(ctx context.Context, tk *ticket, plain bool, stream 
 	if err != nil {
 		return err
 	}
-	if len(tk.Files) > 0 {
-		// Decoded (or cached) lake records go out uncompressed.
-		err := t.ReadLakeFiles(ctx, tk.Snapshot, tk.Files, tk.Cols, func(rec arrow.RecordBatch) error {
-			fd, err := s.recordFlightData(rec, arrowmsg.CodecNone)
-			if err != nil {
-				return err
-			}
-			return stream.Send(fd)
-		})
+	// Decoded (or cached) lake records go out uncompressed: the ticket's
+	// lake files, and the rows that retention moved to the lake since the
+	// scan was planned (from the lake's history).
+	sendRecord := func(rec arrow.RecordBatch) error {
+		fd, err := s.recordFlightData(rec, arrowmsg.CodecNone)
 		if err != nil {
+			return err
+		}
+		return stream.Send(fd)
+	}
+	if len(tk.Files) > 0 {
+		if err := t.ReadLakeFiles(ctx, tk.Snapshot, tk.Files, tk.Cols, sendRecord); err != nil {
 			return err
 		}
 	}
@@ -103,16 +105,7 @@ func (s *Server) streamScan(ctx context.Context, tk *ticket, plain bool, stream 
 		if r.Bucket < 0 || r.Bucket >= t.Log().Buckets() {
 			return fmt.Errorf("%w: ticket bucket %d out of range", errInvalid, r.Bucket)
 		}
-		// Rows that retention moved to the lake since the scan was
-		// planned come decoded from the lake's history.
-		fromLake := func(rec arrow.RecordBatch) error {
-			fd, err := s.recordFlightData(rec, arrowmsg.CodecNone)
-			if err != nil {
-				return err
-			}
-			return stream.Send(fd)
-		}
-		err := t.ReadRange(ctx, r, tk.Cols, fromLake, func(b columnarlog.Batch) error {
+		err := t.ReadRange(ctx, r, tk.Cols, sendRecord, func(b columnarlog.Batch) error {
 			fd, err := s.batchFlightData(t, b, tk.Cols, identity, plain)
 			if err != nil {
 				return err
