@@ -32,7 +32,7 @@ type dataDir struct {
 	stopped bool
 }
 
-func openDataDir(t *testing.T, dir string, cfg Config, beforeSwitch func(string) error) *dataDir {
+func openDataDir(t testing.TB, dir string, cfg Config, beforeSwitch func(string) error) *dataDir {
 	t.Helper()
 	ctx := context.Background()
 	wh := "file://" + filepath.Join(dir, "warehouse")
@@ -469,5 +469,39 @@ func wantOnlyReferenced(t *testing.T, tbl *table.Table, dir string) {
 		if !found[p] {
 			t.Errorf("referenced file missing: %s", p)
 		}
+	}
+}
+
+// BenchmarkRelocate measures Relocate alone for a table of 20 and of 100
+// snapshots (one per round, none expired), moving its data directory back
+// and forth.
+func BenchmarkRelocate(b *testing.B) {
+	for _, rounds := range []int{20, 100} {
+		b.Run(fmt.Sprintf("snapshots=%d", rounds), func(b *testing.B) {
+			root := b.TempDir()
+			dirs := [2]string{filepath.Join(root, "a"), filepath.Join(root, "b")}
+			d := openDataDir(b, dirs[0], Config{}, nil)
+			d.exec(createBars)
+			for i := 0; i < rounds; i++ {
+				d.ingest("bars", i*1000, 1000)
+				d.round("bars")
+			}
+			d.stop()
+			var mv MovedTable
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				from, to := dirs[i%2], dirs[(i+1)%2]
+				if err := os.Rename(from, to); err != nil {
+					b.Fatal(err)
+				}
+				r, err := Relocate(context.Background(), RelocateConfig{CatalogFile: filepath.Join(to, "iceberg.db"), Warehouse: "file://" + filepath.Join(to, "warehouse")})
+				if err != nil || len(r.Moved) != 1 {
+					b.Fatalf("relocate: %+v, %v", r, err)
+				}
+				mv = r.Moved[0]
+			}
+			b.ReportMetric(float64(mv.Manifests), "manifests")
+			b.ReportMetric(float64(mv.Files), "entries")
+		})
 	}
 }
