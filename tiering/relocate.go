@@ -254,7 +254,7 @@ func relocateTable(ctx context.Context, db *sql.DB, cfg RelocateConfig, warehous
 		return err == nil && fi.Mode().IsRegular()
 	})
 	if !ok {
-		return MovedTable{}, errors.New("no tail of that path names a file under the warehouse")
+		return MovedTable{}, errors.New("no tail of that path names a file under the warehouse (if the table is meant to be where it is, configure that warehouse)")
 	}
 	rl := newRelocator(pathMap{from: from, to: warehouse})
 	next, prev, err := rl.rewrite(ctx, row.location)

@@ -135,36 +135,28 @@ func (rl *relocator) mapDocument(raw []byte) (map[string]any, error) {
 	if err := dec.Decode(&doc); err != nil {
 		return nil, err
 	}
-	mapped, err := rl.mapStrings(doc)
-	if err != nil {
-		return nil, err
-	}
-	return mapped.(map[string]any), nil
+	rl.mapStrings(doc)
+	return doc, nil
 }
 
-func (rl *relocator) mapStrings(v any) (any, error) {
+// mapStrings maps, in place, every string under the old place in v, a
+// decoded JSON value; it returns v, or the mapped string.
+func (rl *relocator) mapStrings(v any) any {
 	switch v := v.(type) {
 	case string:
 		if u, err := rl.m.uri(v); err == nil {
-			return u, nil
+			return u
 		}
-		return v, nil
 	case []any:
 		for i := range v {
-			var err error
-			if v[i], err = rl.mapStrings(v[i]); err != nil {
-				return nil, err
-			}
+			v[i] = rl.mapStrings(v[i])
 		}
 	case map[string]any:
 		for k := range v {
-			var err error
-			if v[k], err = rl.mapStrings(v[k]); err != nil {
-				return nil, err
-			}
+			v[k] = rl.mapStrings(v[k])
 		}
 	}
-	return v, nil
+	return v
 }
 
 func stringMap(v any) (iceberg.Properties, error) {

@@ -505,3 +505,50 @@ func BenchmarkRelocate(b *testing.B) {
 		})
 	}
 }
+
+// A relocation that fails before its switch — here a data file of a
+// snapshot is missing at the new place — leaves no file behind and the
+// catalog row as it was; the table is quarantined, and once the file is
+// back a start relocates it.
+func TestRelocateFailsCleanly(t *testing.T) {
+	root := t.TempDir()
+	a, b := filepath.Join(root, "a"), filepath.Join(root, "b")
+	d := openDataDir(t, a, Config{}, nil)
+	d.exec(createBars)
+	for i := 0; i < 3; i++ {
+		d.ingest("bars", i*1000, 1000)
+		d.round("bars")
+	}
+	tasks, err := d.lake("bars").Scan().PlanFiles(context.Background())
+	if err != nil || len(tasks) == 0 {
+		t.Fatalf("%d files, %v", len(tasks), err)
+	}
+	hidden := strings.Replace(localPath(tasks[0].File.FilePath()), a, b, 1)
+	d.stop()
+	if err := os.Rename(a, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(hidden, hidden+".away"); err != nil {
+		t.Fatal(err)
+	}
+	sums := fileSums(t, filepath.Join(b, "warehouse"))
+	d = openDataDir(t, b, Config{}, nil)
+	q := d.store.Quarantined()
+	if len(d.reloc.Moved) != 0 || len(q) != 1 || !errors.Is(q[0].Err, ErrLakeElsewhere) || !strings.Contains(q[0].Err.Error(), filepath.Base(hidden)) {
+		t.Fatalf("moved %+v, quarantined %+v; want bars quarantined naming the missing file", d.reloc.Moved, q)
+	}
+	d.stop()
+	if got := fileSums(t, filepath.Join(b, "warehouse")); !maps.Equal(got, sums) {
+		t.Fatal("the failed relocation left files behind")
+	}
+	if err := os.Rename(hidden+".away", hidden); err != nil {
+		t.Fatal(err)
+	}
+	d = openDataDir(t, b, Config{}, nil)
+	if len(d.reloc.Moved) != 1 || len(d.store.Quarantined()) != 0 {
+		t.Fatalf("moved %+v, quarantined %+v", d.reloc.Moved, d.store.Quarantined())
+	}
+	if got := d.totals("bars"); got != want(3000) {
+		t.Fatalf("union: %v", got)
+	}
+}
