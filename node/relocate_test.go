@@ -195,3 +195,28 @@ func dirSums(t *testing.T, dir string) map[string][32]byte {
 	}
 	return out
 }
+
+// Only the embedded lake — a SQLite catalog and a file:// warehouse, both
+// inside the data directory — is relocated at start-up.
+func TestEmbeddedLake(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		catalog, warehouse string
+		want               bool
+	}{
+		{"", "", true}, // the defaults
+		{"sqlite://" + dir + "/lake/ice.db", "file://" + dir + "/wh", true},
+		{"sqlite://" + dir + "/iceberg.db", "s3://bucket/prefix", false},
+		{"postgres://u@host/db", "file://" + dir + "/warehouse", false},
+		{"http://rest.example", "", false},
+		{"sqlite://" + filepath.Dir(dir) + "/iceberg.db", "", false},
+		{"", "file://" + filepath.Dir(dir) + "/warehouse", false},
+		{"", "file://" + dir, false}, // the data directory itself is no warehouse inside it
+	} {
+		cfg := Config{DataDir: dir, Catalog: c.catalog, Warehouse: c.warehouse}
+		cfg.EnsureDefaults()
+		if _, _, ok := cfg.embeddedLake(); ok != c.want {
+			t.Errorf("catalog %q, warehouse %q: embedded %v, want %v", cfg.Catalog, cfg.Warehouse, ok, c.want)
+		}
+	}
+}
