@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
@@ -84,9 +85,13 @@ type Relocation struct {
 	Warehouse string
 	// Moved are the tables relocated, in catalog order.
 	Moved []MovedTable
-	// elsewhere are the tables outside the warehouse that were not
-	// relocated, by identifier, with the reason (wrapping ErrLakeElsewhere).
-	elsewhere map[string]error
+	mu struct {
+		sync.Mutex
+		// elsewhere are the tables outside the warehouse that were not
+		// relocated, by identifier, with the reason (wrapping
+		// ErrLakeElsewhere); a dropped one is forgotten.
+		elsewhere map[string]error
+	}
 }
 
 // MovedTable is one relocated table.
@@ -105,7 +110,17 @@ func (r *Relocation) Elsewhere(ident table.Identifier) error {
 	if r == nil {
 		return nil
 	}
-	return r.elsewhere[identKey(ident)]
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.mu.elsewhere[identKey(ident)]
+}
+
+// forget drops ident from the tables elsewhere (its Iceberg row was
+// dropped).
+func (r *Relocation) forget(ident table.Identifier) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.mu.elsewhere, identKey(ident))
 }
 
 // inside says whether uri is in the warehouse.
@@ -159,7 +174,8 @@ func Relocate(ctx context.Context, cfg RelocateConfig) (*Relocation, error) {
 	if err != nil || wh.Scheme != "file" || !strings.HasPrefix(wh.Path, "/") {
 		return nil, fmt.Errorf("relocate: warehouse %q: want file:///abs/dir", cfg.Warehouse)
 	}
-	r := &Relocation{Warehouse: strings.TrimSuffix(cfg.Warehouse, "/"), elsewhere: map[string]error{}}
+	r := &Relocation{Warehouse: strings.TrimSuffix(cfg.Warehouse, "/")}
+	r.mu.elsewhere = map[string]error{}
 	if _, err := os.Stat(cfg.CatalogFile); errors.Is(err, fs.ErrNotExist) {
 		return r, nil // a new data directory
 	}
@@ -185,7 +201,7 @@ func Relocate(ctx context.Context, cfg RelocateConfig) (*Relocation, error) {
 		if err != nil {
 			err = fmt.Errorf("%w: lake table %s: its metadata %s is outside the warehouse %s and was not relocated: %w; it is quarantined until a start relocates it (move the data directory back, or fix the cause and restart)",
 				ErrLakeElsewhere, name, row.location, r.Warehouse, err)
-			r.elsewhere[identKey(row.ident)] = err
+			r.mu.elsewhere[identKey(row.ident)] = err
 			cfg.Logger.Error("lake table not relocated", "table", name, "error", err)
 			continue
 		}

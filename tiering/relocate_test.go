@@ -552,3 +552,36 @@ func TestRelocateFailsCleanly(t *testing.T) {
 		t.Fatalf("union: %v", got)
 	}
 }
+
+// DROP TABLE of a table quarantined outside the data directory drops its
+// row from the copy's Iceberg catalog and deletes no file (they are the
+// original's); the name can then be used again.
+func TestDropTableLeftElsewhere(t *testing.T) {
+	root := t.TempDir()
+	a, b := filepath.Join(root, "a"), filepath.Join(root, "b")
+	d := openDataDir(t, a, Config{}, nil)
+	d.exec(createBars)
+	d.ingest("bars", 0, 1000)
+	d.round("bars")
+	d.stop()
+	copyDir(t, a, b)
+	sumsA := fileSums(t, a)
+	d = openDataDir(t, b, Config{}, func(string) error { return errors.New("crash") })
+	if q := d.store.Quarantined(); len(q) != 1 || !errors.Is(q[0].Err, ErrLakeElsewhere) {
+		t.Fatalf("quarantined %+v", q)
+	}
+	d.exec(`DROP TABLE bars`)
+	if ok, err := d.ice.CheckTableExists(context.Background(), table.Identifier{"default", "bars"}); ok || err != nil {
+		t.Fatalf("the Iceberg row of the dropped table: exists %v, %v", ok, err)
+	}
+	d.exec(createBars)
+	d.ingest("bars", 0, 500)
+	d.round("bars")
+	if got := d.totals("bars$lake"); got != want(500) {
+		t.Fatalf("the new table's lake: %v", got)
+	}
+	d.stop()
+	if got := fileSums(t, a); !maps.Equal(got, sumsA) {
+		t.Fatal("the original changed")
+	}
+}

@@ -338,7 +338,10 @@ func (s *Service) TableDropped(ctx context.Context, def *catalog.Table) error {
 	lt := s.tables[def.ID]
 	delete(s.tables, def.ID)
 	s.mu.Unlock()
-	if lt == nil || def.Options.DatalakeKeepOnDrop {
+	if lt == nil {
+		return s.forgetElsewhere(ctx, def)
+	}
+	if def.Options.DatalakeKeepOnDrop {
 		return nil
 	}
 	lt.mu.Lock() // wait for a round in progress
@@ -350,6 +353,22 @@ func (s *Service) TableDropped(ctx context.Context, def *catalog.Table) error {
 	if err := purge(ctx, st.tbl); err != nil {
 		s.cfg.Logger.Warn("lake files of a dropped table not all deleted", "table", def.FullName(), "error", err)
 	}
+	return nil
+}
+
+// forgetElsewhere drops the Iceberg catalog row of a dropped table whose
+// lake was left outside the data directory (ErrLakeElsewhere), unless the
+// table keeps its lake: the row names files at the old place — for a copy,
+// its original's — so no file is deleted, and nothing there is read.
+func (s *Service) forgetElsewhere(ctx context.Context, def *catalog.Table) error {
+	ident := identOf(def)
+	if s.cfg.Relocation.Elsewhere(ident) == nil || def.Options.DatalakeKeepOnDrop {
+		return nil
+	}
+	if err := s.cat.DropTable(ctx, ident); err != nil && !errors.Is(err, icecatalog.ErrNoSuchTable) {
+		return fmt.Errorf("drop lake table %s: %w", def.FullName(), err)
+	}
+	s.cfg.Relocation.forget(ident)
 	return nil
 }
 
