@@ -108,6 +108,11 @@ type Config struct {
 	// Version is reported by the server.
 	Version string
 	Logger  *slog.Logger
+
+	// relocateBeforeSwitch, for tests, stops the start-up relocation of a
+	// lake table between writing its files and switching its catalog row
+	// (tiering.RelocateConfig.BeforeSwitch).
+	relocateBeforeSwitch func(table string) error
 }
 
 // The values of Config.Tiering.
@@ -292,9 +297,35 @@ func (c *Config) cacheBytes() (int64, error) {
 // metaPath is the SQLite file of the table definitions.
 func (c *Config) metaPath() string { return filepath.Join(c.DataDir, "catalog.db") }
 
-// tieringConfig configures the tiering service.
-func (c *Config) tieringConfig() tiering.Config {
-	return tiering.Config{Maintenance: c.LakeMaintenance, Logger: c.Logger}
+// tieringConfig configures the tiering service; reloc is the start-up
+// relocation of an embedded lake, or nil.
+func (c *Config) tieringConfig(reloc *tiering.Relocation) tiering.Config {
+	return tiering.Config{Maintenance: c.LakeMaintenance, Relocation: reloc, Logger: c.Logger}
+}
+
+// embeddedLake says whether the lake is the embedded one that moves with
+// the data directory — a SQLite Iceberg catalog and a file:// warehouse,
+// both inside DataDir — and returns the catalog file and the warehouse.
+// Only that lake is relocated after a move (tiering.Relocate); an external
+// catalog, an s3:// warehouse or a REST catalog never is.
+func (c *Config) embeddedLake() (catalogFile, warehouse string, ok bool) {
+	p, isSQLite := strings.CutPrefix(c.Catalog, "sqlite://")
+	wh, isFile := strings.CutPrefix(c.Warehouse, "file://")
+	if !isSQLite || !isFile {
+		return "", "", false
+	}
+	dir, err1 := filepath.Abs(c.DataDir)
+	p, err2 := filepath.Abs(p)
+	if err1 != nil || err2 != nil || !within(p, dir) || !within(filepath.FromSlash(wh), dir) {
+		return "", "", false
+	}
+	return p, c.Warehouse, true
+}
+
+// within says whether the absolute path p is inside dir.
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // storage is where the lake is.

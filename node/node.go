@@ -64,7 +64,8 @@ func (n *Node) LakeCatalog() icecatalog.Catalog { return n.ice }
 func (n *Node) Resolver() scan.Resolver { return Resolver(n.store, n.lake) }
 
 // Start opens storage and binds the listeners; Serve then serves.
-// Start order: the table catalog, the tables (log recovery), the Iceberg
+// Start order: the table catalog, the tables (log recovery), the
+// relocation of an embedded lake whose data directory was moved, the Iceberg
 // catalog and the tiering service over the tables (the lake: it opens or
 // creates the Iceberg table of each table that tiers), the query engine
 // over the union of lake and log, Flight SQL, then the Flight and HTTP
@@ -110,10 +111,19 @@ func (n *Node) open(ctx context.Context) error {
 	}
 	n.store = store
 	cfg.Logger.Info("tables recovered", "elapsed", time.Since(start).Round(time.Millisecond))
+	var reloc *tiering.Relocation
+	if file, wh, ok := cfg.embeddedLake(); ok {
+		// After a move or copy of the data directory its lake's paths name
+		// the old place (docs/lake.md#moving-the-data-directory).
+		reloc, err = tiering.Relocate(ctx, tiering.RelocateConfig{CatalogFile: file, Warehouse: wh, Logger: cfg.Logger, BeforeSwitch: cfg.relocateBeforeSwitch})
+		if err != nil {
+			return fmt.Errorf("lake catalog: %w", err)
+		}
+	}
 	if n.ice, err = tiering.OpenCatalog(ctx, cfg.storage()); err != nil {
 		return fmt.Errorf("lake catalog: %w", err)
 	}
-	if n.lake, err = tiering.New(ctx, n.ice, store, cfg.tieringConfig()); err != nil {
+	if n.lake, err = tiering.New(ctx, n.ice, store, cfg.tieringConfig(reloc)); err != nil {
 		return err
 	}
 	n.reportStart()

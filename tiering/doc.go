@@ -27,6 +27,11 @@
 //     then continues in the log (history.go, tables.History).
 //   - Maintenance (maintain.go) keeps commit and planning time flat; its
 //     compaction concatenates row maps with the rows.
+//   - Relocate (relocate.go, relocate_files.go) points the embedded lake's
+//     tables at their files again after the data directory was moved or
+//     copied: new manifests, manifest lists and metadata, then a
+//     compare-and-swap of each catalog row; a table it could not relocate
+//     is quarantined (ErrLakeElsewhere), never read at the old place.
 //
 // tiering imports tables, columnarlog, catalog and internal/...; it must
 // not import flightsrv, planner, node or cmd.

@@ -25,6 +25,11 @@ type Config struct {
 	MaxRoundRows int64
 	// Maintenance is the table maintenance policy (maintain.go).
 	Maintenance Maintenance
+	// Relocation is the outcome of Relocate for the embedded lake, nil for
+	// an external catalog or warehouse: a table it did not relocate is
+	// quarantined (ErrLakeElsewhere) without being loaded, and every table
+	// opened must be inside its warehouse.
+	Relocation *Relocation
 	// Mem allocates decoded records. Default: Go's allocator.
 	Mem    memory.Allocator
 	Logger *slog.Logger
@@ -105,7 +110,7 @@ type lakeState struct {
 // (datalake.enabled), creating the Iceberg tables never created and reading
 // back each one's tiered offsets, and attaches itself to store as its lake
 // (tables.Store.SetLake). A table whose lake cannot be opened, or is lost
-// (ErrLakeLost), is quarantined in the store (tables.Store.QuarantineLake)
+// (ErrLakeLost), or is outside the data directory (ErrLakeElsewhere), is quarantined in the store (tables.Store.QuarantineLake)
 // rather than served from its log alone, which would miss the tiered rows;
 // the other tables tier.
 func New(ctx context.Context, cat icecatalog.Catalog, store *tables.Store, cfg Config) (*Service, error) {
@@ -165,6 +170,11 @@ func (s *Service) lookup(id int64) *lakeTable {
 func (s *Service) loadOrCreate(ctx context.Context, t *tables.Table) (*lakeState, error) {
 	def := t.Def()
 	ident := identOf(def)
+	// Loading a table left outside the data directory would read the old
+	// place (the original of a copy), and its commits would write there.
+	if err := s.cfg.Relocation.Elsewhere(ident); err != nil {
+		return nil, err
+	}
 	tbl, err := s.cat.LoadTable(ctx, ident)
 	created := false
 	if errors.Is(err, icecatalog.ErrNoSuchTable) {
@@ -179,6 +189,9 @@ func (s *Service) loadOrCreate(ctx context.Context, t *tables.Table) (*lakeState
 	}
 	if id := tbl.Properties()[tableIDKey]; id != fmt.Sprint(def.ID) {
 		return nil, fmt.Errorf("%w: lake table %s: the Iceberg table belongs to Lakestream table id %s, not %d (a dropped table's lake kept by datalake.keep-on-drop?): drop or rename it in the Iceberg catalog", catalog.ErrTableExists, def.FullName(), id, def.ID)
+	}
+	if err := s.cfg.Relocation.check(ident, tbl); err != nil {
+		return nil, err
 	}
 	if err := s.recordCreated(ctx, def, created); err != nil {
 		return nil, err
@@ -325,7 +338,10 @@ func (s *Service) TableDropped(ctx context.Context, def *catalog.Table) error {
 	lt := s.tables[def.ID]
 	delete(s.tables, def.ID)
 	s.mu.Unlock()
-	if lt == nil || def.Options.DatalakeKeepOnDrop {
+	if lt == nil {
+		return s.forgetElsewhere(ctx, def)
+	}
+	if def.Options.DatalakeKeepOnDrop {
 		return nil
 	}
 	lt.mu.Lock() // wait for a round in progress
@@ -337,6 +353,22 @@ func (s *Service) TableDropped(ctx context.Context, def *catalog.Table) error {
 	if err := purge(ctx, st.tbl); err != nil {
 		s.cfg.Logger.Warn("lake files of a dropped table not all deleted", "table", def.FullName(), "error", err)
 	}
+	return nil
+}
+
+// forgetElsewhere drops the Iceberg catalog row of a dropped table whose
+// lake was left outside the data directory (ErrLakeElsewhere), unless the
+// table keeps its lake: the row names files at the old place — for a copy,
+// its original's — so no file is deleted, and nothing there is read.
+func (s *Service) forgetElsewhere(ctx context.Context, def *catalog.Table) error {
+	ident := identOf(def)
+	if s.cfg.Relocation.Elsewhere(ident) == nil || def.Options.DatalakeKeepOnDrop {
+		return nil
+	}
+	if err := s.cat.DropTable(ctx, ident); err != nil && !errors.Is(err, icecatalog.ErrNoSuchTable) {
+		return fmt.Errorf("drop lake table %s: %w", def.FullName(), err)
+	}
+	s.cfg.Relocation.forget(ident)
 	return nil
 }
 

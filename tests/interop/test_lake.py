@@ -733,3 +733,51 @@ def test_metrics_report_tiered_offsets_and_lag(server, conn):
     for b in range(3):
         assert bucket_metric(m, "lakestream_lake_tiered_offset", "mh", b) == 0
         assert bucket_metric(m, "lakestream_lake_lag_seconds", "mh", b) >= 0.5
+
+
+# ---------------------------------------------------------------- moving the data directory
+
+def test_moved_data_dir_reads_through_pyiceberg(tmp_path):
+    """A stopped node's data directory moved elsewhere: the node starts there
+    with the lake relocated (logged), serves the same rows, and pyiceberg
+    reads the moved iceberg.db — every path at the new place — before and
+    after a new round commits there."""
+    a, b, log = tmp_path / "a", tmp_path / "b", tmp_path / "server.log"
+    s = Server(a, log).start()
+    try:
+        with connect(s) as conn:
+            query(conn, f"CREATE TABLE mv ({COLUMNS}) PARTITIONED BY (day(ts)) "
+                        f"WITH ('bucket.num'='3', 'bucket.key'='id', 'datalake.freshness'='1s')")
+            parts = []
+            for p in PARTS[:2]:  # two rounds at least
+                parts.append(p)
+                ingest_all(conn, "mv", [p])
+                wait_tiered(conn, "mv", sum(x.num_rows for x in parts), s)
+            want = pa.concat_tables(parts)
+    finally:
+        assert s.stop() == 0, s.tail()
+    os.rename(a, b)
+
+    s = Server(b, log).start()
+    try:
+        with connect(s) as conn:
+            assert_rows_equal(query(conn, "SELECT * FROM mv"), want, "SELECT * FROM mv after the move")
+            assert_rows_equal(query(conn, 'SELECT * FROM "mv$lake"'), want, '"mv$lake" after the move')
+            with open(log) as f:
+                assert "lake table relocated into the data directory" in f.read(), s.tail()
+
+            tbl = ice_catalog(b).load_table("default.mv")
+            assert tbl.metadata_location.startswith(f"file://{b}/"), tbl.metadata_location
+            assert tbl.location().startswith(f"file://{b}/"), tbl.location()
+            files = data_files(tbl)
+            assert files and all(local_path(f).startswith(f"{b}/") and os.path.exists(local_path(f)) for f in files), files
+            assert_rows_equal(tbl.scan().to_arrow(), want, "pyiceberg after the move")
+
+            ingest_all(conn, "mv", [PARTS[2]])
+            want = pa.concat_tables([want, PARTS[2]])
+            wait_tiered(conn, "mv", want.num_rows, s)
+            tbl = ice_catalog(b).load_table("default.mv")
+            assert_rows_equal(tbl.scan().to_arrow(), want, "pyiceberg after a round at the new place")
+    finally:
+        assert s.stop() == 0, s.tail()
+    assert not a.exists()
