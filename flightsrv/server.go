@@ -28,6 +28,9 @@ import (
 type QueryEngine interface {
 	Query(ctx context.Context, sql string, args ...any) (scan.RecordStream, *arrow.Schema, error)
 	Describe(ctx context.Context, sql string) (result, params *arrow.Schema, err error)
+	// DescribeBound is the result schema of sql with args bound, which
+	// may depend on the arguments' types (SELECT ? AS x).
+	DescribeBound(ctx context.Context, sql string, args ...any) (*arrow.Schema, error)
 }
 
 // Options configure the service. Zero fields take their defaults.

@@ -94,6 +94,11 @@ func (s *Server) flightInfo(ctx context.Context, st *planner.Statement, handle s
 	if err != nil {
 		return nil, err
 	}
+	if handle != "" {
+		if schema, err = s.preparedSchema(ctx, handle, schema); err != nil {
+			return nil, err
+		}
+	}
 	tk := &ticket{Kind: "query", SQL: st.SQL}
 	if handle != "" {
 		tk = &ticket{Kind: "prepared", Handle: handle}
@@ -301,12 +306,17 @@ func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flights
 	return s.flightInfo(ctx, p.stmt, h, desc)
 }
 
-func (s *Server) GetSchemaPreparedStatement(_ context.Context, cmd flightsql.PreparedStatementQuery, _ *flight.FlightDescriptor) (*flight.SchemaResult, error) {
-	p, err := s.prepared.get(string(cmd.GetPreparedStatementHandle()))
+func (s *Server) GetSchemaPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery, _ *flight.FlightDescriptor) (*flight.SchemaResult, error) {
+	h := string(cmd.GetPreparedStatementHandle())
+	p, err := s.prepared.get(h)
 	if err != nil {
 		return nil, err
 	}
-	return &flight.SchemaResult{Schema: flight.SerializeSchema(p.dataset, s.opts.Mem)}, nil
+	schema, err := s.preparedSchema(ctx, h, p.dataset)
+	if err != nil {
+		return nil, err
+	}
+	return &flight.SchemaResult{Schema: flight.SerializeSchema(schema, s.opts.Mem)}, nil
 }
 
 // DoPutPreparedStatementQuery binds parameters.
