@@ -34,7 +34,7 @@ func TestIngestModes(t *testing.T) {
 	}
 	sameRows(t, "after create", ts.fetch(ts.mustExec("SELECT * FROM a")), eventRows(t, 0, 150))
 	info := ts.mustExec("SELECT * FROM a")
-	if s, _ := flight.DeserializeSchema(info.GetSchema(), memory.DefaultAllocator); !s.Equal(eventsSchema()) {
+	if s, _ := flight.DeserializeSchema(info.GetSchema(), memory.DefaultAllocator); !bare(s).Equal(eventsSchema()) {
 		t.Errorf("table created by ingest has schema %v, want %v", s, eventsSchema())
 	}
 	_, err := ts.ingest("a", "create", events(t, 0, 10))

@@ -95,5 +95,5 @@ func (s *Server) preparedSchema(ctx context.Context, handle string, described *a
 	if err != nil || !ok {
 		return described, err
 	}
-	return schema, nil
+	return withColumnMetadata(schema, nil), nil
 }

@@ -306,7 +306,7 @@ func (w *service) ListFlights(c *flight.Criteria, stream flight.FlightService_Li
 	}
 	for _, def := range defs {
 		err := stream.Send(&flight.FlightInfo{
-			Schema:           flight.SerializeSchema(def.ArrowSchema(), w.s.opts.Mem),
+			Schema:           flight.SerializeSchema(tableSchema(def), w.s.opts.Mem),
 			FlightDescriptor: &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{def.DB, def.Name}},
 			TotalRecords:     -1,
 			TotalBytes:       -1,

@@ -142,7 +142,7 @@ func (s *Server) describe(ctx context.Context, st *planner.Statement) (*arrow.Sc
 	if err != nil {
 		return nil, nil, err
 	}
-	return s.keepNotNull(ctx, st, schema), params, nil
+	return withColumnMetadata(s.keepNotNull(ctx, st, schema), nil), withColumnMetadata(params, nil), nil
 }
 
 // keepNotNull gives the engine's result schema of a plain scan the NOT NULL
@@ -197,6 +197,7 @@ func (s *Server) resolveScan(ctx context.Context, ps *planner.PlainScan) (*plain
 		}
 	}
 	r.schema, err = scan.ProjectSchema(r.def.ArrowSchema(), r.cols)
+	r.schema = withColumnMetadata(r.schema, &columnOrigin{db: r.def.DB, table: r.def.Name})
 	return r, err
 }
 
@@ -386,5 +387,5 @@ func (s *Server) describeInsert(ctx context.Context, ins *planner.Insert) (*arro
 	if params == nil {
 		params = emptySchema
 	}
-	return emptySchema, params, err
+	return emptySchema, withColumnMetadata(params, nil), err
 }
