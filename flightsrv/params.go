@@ -97,3 +97,29 @@ func (s *Server) preparedSchema(ctx context.Context, handle string, described *a
 	}
 	return withColumnMetadata(schema, nil), nil
 }
+
+// parameterSchema is the ParameterSchema a prepared statement announces:
+// DuckDB's parameter types, with TIME and TIMESTAMP parameters in
+// milliseconds. Clients that build parameter vectors from this schema take
+// the unit from it, and the Flight SQL JDBC driver (18.3) writes
+// milliseconds into TIME and TIMESTAMP vectors whatever their unit: with
+// microseconds every value it binds would be a thousand times too small
+// (measured, tests/interop/test_jdbc_matrix.py). java.sql values carry
+// milliseconds there anyway. Clients that send their own types (ADBC from
+// Python and Go) are bound at the precision they send.
+func parameterSchema(params *arrow.Schema) *arrow.Schema {
+	if params == nil {
+		return nil
+	}
+	fields := params.Fields()
+	for i, f := range fields {
+		switch t := f.Type.(type) {
+		case *arrow.Time64Type:
+			fields[i].Type = arrow.FixedWidthTypes.Time32ms
+		case *arrow.TimestampType:
+			fields[i].Type = &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: t.TimeZone}
+		}
+	}
+	md := params.Metadata()
+	return arrow.NewSchema(fields, &md)
+}

@@ -142,7 +142,7 @@ func (s *Server) describe(ctx context.Context, st *planner.Statement) (*arrow.Sc
 	if err != nil {
 		return nil, nil, err
 	}
-	return withColumnMetadata(s.keepNotNull(ctx, st, schema), nil), withColumnMetadata(params, nil), nil
+	return withColumnMetadata(s.keepNotNull(ctx, st, schema), nil), withColumnMetadata(parameterSchema(params), nil), nil
 }
 
 // keepNotNull gives the engine's result schema of a plain scan the NOT NULL
@@ -387,5 +387,5 @@ func (s *Server) describeInsert(ctx context.Context, ins *planner.Insert) (*arro
 	if params == nil {
 		params = emptySchema
 	}
-	return emptySchema, withColumnMetadata(params, nil), err
+	return emptySchema, withColumnMetadata(parameterSchema(params), nil), err
 }
