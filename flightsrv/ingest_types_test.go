@@ -6,6 +6,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc/codes"
 )
 
@@ -61,5 +63,34 @@ func TestFailedIngestDropsWhatItCreated(t *testing.T) {
 	expectCode(t, err, codes.InvalidArgument, "NOT NULL")
 	if n := ts.count("kept"); n != 2 {
 		t.Errorf("kept has %d rows, want the 2 of its create", n)
+	}
+}
+
+// A dictionary-encoded column (a pandas categorical) is decoded into the
+// table's type, in create and append.
+func TestIngestDictionary(t *testing.T) {
+	ts := startServer(t, serverConfig{})
+	mk := func(idx string) arrow.RecordBatch {
+		dictType := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int16, ValueType: arrow.BinaryTypes.String}
+		values, _, err := array.FromJSON(ts.mem, arrow.BinaryTypes.String, strings.NewReader(`["buy", "view", null]`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer values.Release()
+		indices, _, err := array.FromJSON(ts.mem, arrow.PrimitiveTypes.Int16, strings.NewReader(idx))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer indices.Release()
+		d := array.NewDictionaryArray(dictType, indices, values)
+		defer d.Release()
+		return array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "kind", Type: dictType, Nullable: true}}, nil), []arrow.Array{d}, int64(d.Len()))
+	}
+	ts.mustIngest("cat", "create", mk(`[0, 1, null, 2]`))
+	ts.mustIngest("cat", "append", mk(`[1, 1]`))
+	sameRows(t, "decoded", ts.fetch(ts.mustExec("SELECT kind FROM cat")), []string{"buy", "view", "(null)", "(null)", "view", "view"})
+	info := ts.mustExec("SELECT kind FROM cat")
+	if s, _ := flight.DeserializeSchema(info.GetSchema(), memory.DefaultAllocator); !arrow.TypeEqual(s.Field(0).Type, arrow.BinaryTypes.String) {
+		t.Errorf("table column %s, want utf8", s.Field(0).Type)
 	}
 }

@@ -29,6 +29,12 @@ func inputShapeOf(dt arrow.DataType) (shape, error) {
 	if dt != nil && (dt.ID() == arrow.STRING_VIEW || dt.ID() == arrow.BINARY_VIEW) {
 		return shape{kind: kindView}, nil
 	}
+	if d, ok := dt.(*arrow.DictionaryType); ok { // the indices (validate_dict.go)
+		if idx, ok := d.IndexType.(arrow.FixedWidthDataType); ok && arrow.IsInteger(idx.ID()) {
+			return shape{kind: kindFixed, bits: int64(idx.BitWidth())}, nil
+		}
+		return shape{}, unsupported("dictionary index type %s is not an integer", d.IndexType)
+	}
 	return shapeOf(dt)
 }
 
