@@ -7,7 +7,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/protobuf/proto"
 )
 
 // bare is s without the Flight SQL column metadata, for comparing types.
@@ -82,5 +84,48 @@ func TestColumnMetadata(t *testing.T) {
 	}
 	if s, _ := flight.DeserializeSchema(sr.GetSchema(), memory.DefaultAllocator); !s.Equal(schema) {
 		t.Errorf("GetExecuteSchema %v, FlightInfo %v", s, schema)
+	}
+}
+
+// GetSchema answers every command with the schema its FlightInfo
+// announces.
+func TestGetSchemaOfEveryCommand(t *testing.T) {
+	ts := startServer(t, serverConfig{})
+	ts.mustExec("CREATE TABLE ev " + eventsCols)
+	ctx := testCtx(t)
+	prep, err := ts.cl.Prepare(ctx, "SELECT id, kind FROM ev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prep.Close(ctx)
+	table := "ev"
+	for _, cmd := range []proto.Message{
+		&pb.CommandStatementQuery{Query: "SELECT id, kind FROM ev"},
+		&pb.CommandPreparedStatementQuery{PreparedStatementHandle: prep.Handle()},
+		&pb.CommandGetCatalogs{},
+		&pb.CommandGetDbSchemas{},
+		&pb.CommandGetTables{},
+		&pb.CommandGetTables{IncludeSchema: true},
+		&pb.CommandGetTableTypes{},
+		&pb.CommandGetPrimaryKeys{Table: table},
+		&pb.CommandGetXdbcTypeInfo{},
+		&pb.CommandGetSqlInfo{},
+	} {
+		desc := cmdDesc(t, cmd)
+		sr, err := ts.cl.Client.GetSchema(ctx, desc)
+		if err != nil {
+			t.Errorf("GetSchema %T: %v", cmd, err)
+			continue
+		}
+		info, err := ts.cl.Client.GetFlightInfo(ctx, desc)
+		if err != nil {
+			t.Errorf("GetFlightInfo %T: %v", cmd, err)
+			continue
+		}
+		got, err1 := flight.DeserializeSchema(sr.GetSchema(), memory.DefaultAllocator)
+		want, err2 := flight.DeserializeSchema(info.GetSchema(), memory.DefaultAllocator)
+		if err1 != nil || err2 != nil || !got.Equal(want) {
+			t.Errorf("%T: GetSchema %v (%v), FlightInfo %v (%v)", cmd, got, err1, want, err2)
+		}
 	}
 }
