@@ -3,6 +3,7 @@ package duck
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -83,4 +84,18 @@ func TestDescribeBoundScansNothing(t *testing.T) {
 	if o := ft.opened.Load(); o != 0 {
 		t.Errorf("describe opened %d parts, want 0", o)
 	}
+}
+
+// A value DuckDB cannot convert to its parameter's type is a *ParamError
+// naming the parameter.
+func TestParamConversionError(t *testing.T) {
+	e, _, _ := withEvents(t)
+	var pe *ParamError
+	_, err := tryQuery(e, "SELECT count(*) FROM events WHERE kind = ? AND id = ?", scalar.NewStringScalar("a"), scalar.NewStringScalar("abc"))
+	if !errors.As(err, &pe) || pe.Index != 2 || !strings.Contains(err.Error(), "Could not convert string 'abc'") {
+		t.Errorf("%v, want a *ParamError for parameter 2 with DuckDB's message", err)
+	}
+	// The same string where it converts.
+	got := query(t, e, "SELECT count(*) FROM events WHERE id = ?", scalar.NewStringScalar("3"))
+	wantRows(t, got, "1")
 }
