@@ -74,7 +74,7 @@ func (s *Server) resolveChanges(ctx context.Context, c *planner.Changes) (*table
 		return nil, nil, nil, err
 	}
 	out, err := scan.ProjectSchema(schema, cols)
-	return t, cols, out, err
+	return t, cols, withColumnMetadata(out, &columnOrigin{db: t.Def().DB, table: t.Def().Name}), err
 }
 
 // startOffsets resolves each bucket's first offset: the start is read
@@ -130,6 +130,7 @@ func (s *Server) streamChanges(ctx context.Context, tk *ticket, out flight.DataS
 	if err != nil {
 		return fmt.Errorf("%w: ticket: %v", errInvalid, err)
 	}
+	sent = withColumnMetadata(sent, &columnOrigin{db: t.Def().DB, table: t.Def().Name}) // as changesInfo announced it
 	read, filter, err := planner.BindFilter(schema, tk.Cols, tk.Where)
 	if err != nil {
 		return err
@@ -160,7 +161,7 @@ func (s *Server) streamChanges(ctx context.Context, tk *ticket, out flight.DataS
 	for {
 		select {
 		case rec := <-recs:
-			if err := s.sendChanges(w, rec, filter); err != nil {
+			if err := s.sendChanges(w, sent, rec, filter); err != nil {
 				return err
 			}
 		case err := <-errc:
@@ -176,7 +177,7 @@ func (s *Server) streamChanges(ctx context.Context, tk *ticket, out flight.DataS
 
 // sendChanges writes rec, which it releases, or the rows of it that meet
 // filter; a record of which no row does is not sent.
-func (s *Server) sendChanges(w *ipc.Writer, rec arrow.RecordBatch, filter *planner.Filter) error {
+func (s *Server) sendChanges(w *ipc.Writer, sent *arrow.Schema, rec arrow.RecordBatch, filter *planner.Filter) error {
 	if filter != nil {
 		var err error
 		if rec, err = filter.Apply(rec, s.opts.Mem); err != nil || rec == nil {
@@ -184,7 +185,9 @@ func (s *Server) sendChanges(w *ipc.Writer, rec arrow.RecordBatch, filter *plann
 		}
 	}
 	defer rec.Release()
-	return w.Write(rec)
+	out := array.NewRecordBatch(sent, rec.Columns(), rec.NumRows()) // with the announced column metadata
+	defer out.Release()
+	return w.Write(out)
 }
 
 // drain stops the followers and releases what they sent that was not

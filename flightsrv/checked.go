@@ -14,7 +14,8 @@ import (
 // checkedStream wraps an incoming DoPut stream and checks every Arrow
 // message before the IPC reader decodes it: a record batch must fit the
 // stream's schema, keep its buffers inside its body and claim no more than
-// the limit when decompressed. Dictionary batches are refused. A bad
+// the limit when decompressed; dictionary batches are checked the same way
+// against their value type. A bad
 // message ends the stream with an error; nothing of it is decoded.
 type checkedStream struct {
 	flight.FlightService_DoPutServer
@@ -96,7 +97,8 @@ func (c *checkedStream) check(fd *flight.FlightData) error {
 		_, err := arrowmsg.Validate(c.schema, meta, fd.GetDataBody(), c.limits)
 		return err
 	case arrowmsg.KindDictionaryBatch:
-		return fmt.Errorf("%w: dictionary-encoded columns are not supported; send plain arrays", errUnsupported)
+		_, err := arrowmsg.ValidateDictionary(c.schema, meta, fd.GetDataBody(), c.limits)
+		return err
 	}
 	return fmt.Errorf("%w: unexpected %s message", arrowmsg.ErrMalformed, kind)
 }

@@ -77,6 +77,7 @@ func (s *Server) streamScan(ctx context.Context, tk *ticket, plain bool, stream 
 	if err != nil {
 		return fmt.Errorf("%w: ticket: %v", errInvalid, err)
 	}
+	out = withColumnMetadata(out, &columnOrigin{db: def.DB, table: def.Name})
 	schemaMsg := ipc.GetSchemaPayload(out, s.opts.Mem)
 	meta := schemaMsg.Meta()
 	err = stream.Send(&flight.FlightData{DataHeader: meta.Bytes()})
@@ -191,18 +192,18 @@ func (s *Server) streamQuery(ctx context.Context, sql string, args []any, stream
 		return err
 	}
 	defer rs.Close()
+	declared := schema
 	if st, err := planner.Classify(sql); err == nil && st.Kind == planner.KindScan {
 		// A plain scan served by the engine answers with the schema its
 		// FlightInfo announced: the table's, NOT NULL included.
-		if declared := s.keepNotNull(ctx, st, schema); !declared.Equal(schema) {
-			return writeStream(stream, declared, relabeled{rs, declared}, s)
-		}
+		declared = s.keepNotNull(ctx, st, schema)
 	}
-	return writeStream(stream, schema, rs, s)
+	declared = withColumnMetadata(declared, nil) // as describe announced it
+	return writeStream(stream, declared, relabeled{rs, declared}, s)
 }
 
 // relabeled gives each record of a stream a schema that differs from the
-// records' own only in nullability.
+// records' own only in nullability and field metadata.
 type relabeled struct {
 	scan.RecordStream
 	schema *arrow.Schema

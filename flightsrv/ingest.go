@@ -32,15 +32,21 @@ func (s *Server) DoPutCommandStatementIngest(ctx context.Context, cmd flightsql.
 	if name == "" {
 		return 0, fmt.Errorf("%w: ingest names no table", errInvalid)
 	}
-	t, err := s.ingestTarget(ctx, db, name, cmd.GetTableDefinitionOptions(), rdr.Schema())
+	t, created, err := s.ingestTarget(ctx, db, name, cmd.GetTableDefinitionOptions(), rdr.Schema())
 	if err != nil {
 		return 0, err
 	}
-	return s.ingest(ctx, t, rdr)
+	n, err := s.ingest(ctx, t, rdr)
+	if err != nil && created {
+		s.dropCreated(ctx, t.Def().DB, t.Def().Name)
+		n = 0
+	}
+	return n, err
 }
 
-// ingestTarget resolves, creates or replaces the table per the options.
-func (s *Server) ingestTarget(ctx context.Context, db, name string, o *flightsql.TableDefinitionOptions, schema *arrow.Schema) (*tables.Table, error) {
+// ingestTarget resolves, creates or replaces the table per the options;
+// created says that the ingest made the table.
+func (s *Server) ingestTarget(ctx context.Context, db, name string, o *flightsql.TableDefinitionOptions, schema *arrow.Schema) (*tables.Table, bool, error) {
 	ifNotExist := flightsql.TableDefinitionOptionsTableNotExistOptionFail
 	ifExists := flightsql.TableDefinitionOptionsTableExistsOptionAppend
 	if o != nil {
@@ -51,25 +57,28 @@ func (s *Server) ingestTarget(ctx context.Context, db, name string, o *flightsql
 			ifExists = o.IfExists
 		}
 	}
+	schema = storageSchema(schema)
 	t, err := s.store.Get(ctx, db, name)
 	switch {
 	case err == nil && ifExists == flightsql.TableDefinitionOptionsTableExistsOptionFail:
-		return nil, fmt.Errorf("ingest into %q: %w", name, catalog.ErrTableExists)
+		return nil, false, fmt.Errorf("ingest into %q: %w", name, catalog.ErrTableExists)
 	case err == nil && ifExists == flightsql.TableDefinitionOptionsTableExistsOptionReplace:
 		// Check the new definition before dropping the old table.
 		if _, err := catalog.ColumnsFromArrow(schema); err != nil {
-			return nil, fmt.Errorf("replace %q with the ingested schema: %w", name, err)
+			return nil, false, fmt.Errorf("replace %q with the ingested schema: %w", name, err)
 		}
 		if err := s.store.Exec(ctx, &catalog.DropTable{Table: catalog.TableName{DB: db, Name: name}}); err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		return s.createFromSchema(ctx, db, name, schema)
+		t, err := s.createFromSchema(ctx, db, name, schema)
+		return t, err == nil, err
 	case err == nil:
-		return t, nil
+		return t, false, nil
 	case errors.Is(err, catalog.ErrTableNotFound) && ifNotExist == flightsql.TableDefinitionOptionsTableNotExistOptionCreate:
-		return s.createFromSchema(ctx, db, name, schema)
+		t, err := s.createFromSchema(ctx, db, name, schema)
+		return t, err == nil, err
 	}
-	return nil, err
+	return nil, false, err
 }
 
 func (s *Server) createFromSchema(ctx context.Context, db, name string, schema *arrow.Schema) (*tables.Table, error) {

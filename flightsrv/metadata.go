@@ -97,7 +97,7 @@ func (s *Server) DoGetTables(ctx context.Context, cmd flightsql.GetTables) (*arr
 			}
 			row := []any{catalogName, d.DB, d.Name, tableType}
 			if cmd.GetIncludeSchema() {
-				row = append(row, flight.SerializeSchema(d.ArrowSchema(), s.opts.Mem))
+				row = append(row, flight.SerializeSchema(tableSchema(d), s.opts.Mem))
 			}
 			rows = append(rows, row)
 		}

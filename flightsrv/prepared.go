@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/scalar"
 
 	"github.com/lakestream/lakestream/planner"
 )
@@ -49,6 +48,9 @@ func (p *prepared) argRows() [][]any {
 func (p *prepared) bind(recs []arrow.RecordBatch) error {
 	var rows [][]any
 	for _, rec := range recs {
+		if n := p.paramsSchema.NumFields(); n != int(rec.NumCols()) && p.paramsSchema != emptySchema {
+			return paramCountError(n, int(rec.NumCols()))
+		}
 		r, err := paramRows(rec)
 		if err != nil {
 			return err
@@ -61,45 +63,22 @@ func (p *prepared) bind(recs []arrow.RecordBatch) error {
 	return nil
 }
 
-// paramRows turns a record of parameters into Go values, row by row.
+// paramRows turns a record of parameters into Arrow scalars, row by row:
+// each binds with its own type (params.go).
 func paramRows(rec arrow.RecordBatch) ([][]any, error) {
 	rows := make([][]any, rec.NumRows())
 	for r := range rows {
 		vals := make([]any, rec.NumCols())
 		for i, col := range rec.Columns() {
-			sc, err := scalar.GetScalar(col, r)
+			sc, err := paramScalar(col, r)
 			if err != nil {
-				return nil, fmt.Errorf("%w: parameter %d: %v", errInvalid, i+1, err)
+				return nil, fmt.Errorf("%w: parameter %d (%q): %v", errInvalid, i+1, rec.Schema().Field(i).Name, err)
 			}
-			vals[i] = scalarValue(sc)
+			vals[i] = sc
 		}
 		rows[r] = vals
 	}
 	return rows, nil
-}
-
-// scalarValue converts a parameter to a Go value DuckDB binds.
-func scalarValue(sc scalar.Scalar) any {
-	if !sc.IsValid() {
-		return nil
-	}
-	switch v := sc.(type) {
-	case *scalar.String:
-		return v.String()
-	case *scalar.LargeString:
-		return v.String()
-	case *scalar.Binary:
-		return v.Data()
-	case *scalar.Timestamp:
-		unit := v.Type.(*arrow.TimestampType).Unit
-		return v.Value.ToTime(unit)
-	case *scalar.Date32:
-		return v.Value.ToTime()
-	}
-	if g, ok := sc.(interface{ Value() any }); ok {
-		return g.Value()
-	}
-	return sc.String()
 }
 
 // preparedStore holds prepared statements by handle and expires idle ones:

@@ -28,6 +28,9 @@ import (
 type QueryEngine interface {
 	Query(ctx context.Context, sql string, args ...any) (scan.RecordStream, *arrow.Schema, error)
 	Describe(ctx context.Context, sql string) (result, params *arrow.Schema, err error)
+	// DescribeBound is the result schema of sql with args bound, which
+	// may depend on the arguments' types (SELECT ? AS x).
+	DescribeBound(ctx context.Context, sql string, args ...any) (*arrow.Schema, error)
 }
 
 // Options configure the service. Zero fields take their defaults.
@@ -303,7 +306,7 @@ func (w *service) ListFlights(c *flight.Criteria, stream flight.FlightService_Li
 	}
 	for _, def := range defs {
 		err := stream.Send(&flight.FlightInfo{
-			Schema:           flight.SerializeSchema(def.ArrowSchema(), w.s.opts.Mem),
+			Schema:           flight.SerializeSchema(tableSchema(def), w.s.opts.Mem),
 			FlightDescriptor: &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{def.DB, def.Name}},
 			TotalRecords:     -1,
 			TotalBytes:       -1,

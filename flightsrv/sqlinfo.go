@@ -52,6 +52,7 @@ const (
 	xdbcBigint    = -5
 	xdbcTinyint   = -6
 	xdbcBit       = -7
+	xdbcUnknown   = 0
 )
 
 // xdbcTypes are the SQL types of docs/sql.md ("Types") with their XDBC description:
@@ -77,6 +78,40 @@ var xdbcTypes = []struct {
 	{"TIME", xdbcTime, 15, nil, 2},
 	{"TIMESTAMP", xdbcTimestamp, 26, nil, 3},
 	{"TIMESTAMPTZ", xdbcTimestamp, 32, nil, 3},
+	// Nested types have no XDBC code: XDBC_UNKNOWN_TYPE, with the element
+	// types as create parameters.
+	{"LIST", xdbcUnknown, 0, []string{"element type"}, 0},
+	{"STRUCT", xdbcUnknown, 0, []string{"field name", "field type"}, 0},
+	{"MAP", xdbcUnknown, 0, []string{"key type", "value type"}, 0},
+}
+
+// xdbcLiteral is the literal prefix and suffix of a type, as DuckDB reads
+// them: 'text', DATE '2024-01-31', TIMESTAMPTZ '...'.
+func xdbcLiteral(name string, code int32) (prefix, suffix any) {
+	switch code {
+	case xdbcVarchar:
+		return "'", "'"
+	case xdbcVarbinary:
+		return "'", "'::BLOB"
+	case xdbcDate, xdbcTime, xdbcTimestamp:
+		return name + " '", "'"
+	}
+	return nil, nil
+}
+
+// xdbcScale is a type's minimum and maximum scale and its radix.
+func xdbcScale(code int32) (minScale, maxScale, radix any) {
+	switch code {
+	case xdbcDecimal:
+		return int32(0), int32(38), int32(10)
+	case xdbcTinyint, xdbcSmallint, xdbcInteger, xdbcBigint:
+		return int32(0), int32(0), int32(10)
+	case xdbcFloat, xdbcDouble:
+		return nil, nil, int32(10)
+	case xdbcTime, xdbcTimestamp:
+		return int32(6), int32(6), nil
+	}
+	return nil, nil, nil
 }
 
 func (s *Server) GetFlightInfoXdbcTypeInfo(_ context.Context, _ flightsql.GetXdbcTypeInfo, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
@@ -97,17 +132,22 @@ func (s *Server) DoGetXdbcTypeInfo(_ context.Context, cmd flightsql.GetXdbcTypeI
 		if t.params != nil {
 			params = t.params
 		}
-		quote := any(nil)
-		if t.code == xdbcVarchar {
-			quote = "'"
+		prefix, suffix := xdbcLiteral(t.name, t.code)
+		minScale, maxScale, radix := xdbcScale(t.code)
+		var size, unsigned any
+		if t.size > 0 {
+			size = t.size
+		}
+		if radix != nil {
+			unsigned = false // numbers are signed; other types have no sign
 		}
 		rows = append(rows, []any{
-			t.name, t.code, t.size, quote, quote, params,
+			t.name, t.code, size, prefix, suffix, params,
 			int32(1),              // nullable
 			t.code == xdbcVarchar, // case sensitive
 			int32(3),              // searchable
-			false, t.code == xdbcDecimal, false, t.name,
-			nil, nil, sqlType, sub, nil, nil,
+			unsigned, t.code == xdbcDecimal, false, t.name,
+			minScale, maxScale, sqlType, sub, radix, nil,
 		})
 	}
 	return s.oneRecord(schema_ref.XdbcTypeInfo, rows)

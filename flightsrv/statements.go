@@ -94,6 +94,11 @@ func (s *Server) flightInfo(ctx context.Context, st *planner.Statement, handle s
 	if err != nil {
 		return nil, err
 	}
+	if handle != "" {
+		if schema, err = s.preparedSchema(ctx, handle, schema); err != nil {
+			return nil, err
+		}
+	}
 	tk := &ticket{Kind: "query", SQL: st.SQL}
 	if handle != "" {
 		tk = &ticket{Kind: "prepared", Handle: handle}
@@ -137,7 +142,7 @@ func (s *Server) describe(ctx context.Context, st *planner.Statement) (*arrow.Sc
 	if err != nil {
 		return nil, nil, err
 	}
-	return s.keepNotNull(ctx, st, schema), params, nil
+	return withColumnMetadata(s.keepNotNull(ctx, st, schema), nil), withColumnMetadata(parameterSchema(params), nil), nil
 }
 
 // keepNotNull gives the engine's result schema of a plain scan the NOT NULL
@@ -192,6 +197,7 @@ func (s *Server) resolveScan(ctx context.Context, ps *planner.PlainScan) (*plain
 		}
 	}
 	r.schema, err = scan.ProjectSchema(r.def.ArrowSchema(), r.cols)
+	r.schema = withColumnMetadata(r.schema, &columnOrigin{db: r.def.DB, table: r.def.Name})
 	return r, err
 }
 
@@ -301,12 +307,17 @@ func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flights
 	return s.flightInfo(ctx, p.stmt, h, desc)
 }
 
-func (s *Server) GetSchemaPreparedStatement(_ context.Context, cmd flightsql.PreparedStatementQuery, _ *flight.FlightDescriptor) (*flight.SchemaResult, error) {
-	p, err := s.prepared.get(string(cmd.GetPreparedStatementHandle()))
+func (s *Server) GetSchemaPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery, _ *flight.FlightDescriptor) (*flight.SchemaResult, error) {
+	h := string(cmd.GetPreparedStatementHandle())
+	p, err := s.prepared.get(h)
 	if err != nil {
 		return nil, err
 	}
-	return &flight.SchemaResult{Schema: flight.SerializeSchema(p.dataset, s.opts.Mem)}, nil
+	schema, err := s.preparedSchema(ctx, h, p.dataset)
+	if err != nil {
+		return nil, err
+	}
+	return &flight.SchemaResult{Schema: flight.SerializeSchema(schema, s.opts.Mem)}, nil
 }
 
 // DoPutPreparedStatementQuery binds parameters.
@@ -376,5 +387,5 @@ func (s *Server) describeInsert(ctx context.Context, ins *planner.Insert) (*arro
 	if params == nil {
 		params = emptySchema
 	}
-	return emptySchema, params, err
+	return emptySchema, withColumnMetadata(parameterSchema(params), nil), err
 }

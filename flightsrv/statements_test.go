@@ -98,7 +98,7 @@ func TestScanReturnsIngestedRows(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !schema.Equal(eventsSchema()) {
+			if !bare(schema).Equal(eventsSchema()) {
 				t.Errorf("SELECT * schema %v, want %v", schema, eventsSchema())
 			}
 			sameRows(t, "SELECT *", ts.fetch(info), want)
@@ -121,7 +121,7 @@ func TestScanReturnsIngestedRows(t *testing.T) {
 					t.Errorf("%s: schema %v", tc.sql, schema)
 				}
 				for i, c := range tc.cols {
-					if i < schema.NumFields() && !schema.Field(i).Equal(eventsSchema().Field(c)) {
+					if i < schema.NumFields() && !bare(schema).Field(i).Equal(eventsSchema().Field(c)) {
 						t.Errorf("%s: field %d is %v, want %v", tc.sql, i, schema.Field(i), eventsSchema().Field(c))
 					}
 				}
@@ -219,7 +219,7 @@ func TestPreparedScan(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantSchema := arrow.NewSchema([]arrow.Field{eventsSchema().Field(2), eventsSchema().Field(0)}, nil)
-	if ds := prep.DatasetSchema(); ds == nil || !ds.Equal(wantSchema) {
+	if ds := prep.DatasetSchema(); ds == nil || !bare(ds).Equal(wantSchema) {
 		t.Errorf("DatasetSchema %v, want %v", ds, wantSchema)
 	}
 	if ps := prep.ParameterSchema(); ps != nil && ps.NumFields() != 0 {
@@ -229,7 +229,7 @@ func TestPreparedScan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s, err := flight.DeserializeSchema(sr.GetSchema(), memory.DefaultAllocator); err != nil || !s.Equal(wantSchema) {
+	if s, err := flight.DeserializeSchema(sr.GetSchema(), memory.DefaultAllocator); err != nil || !bare(s).Equal(wantSchema) {
 		t.Errorf("GetSchema %v (%v), want %v", s, err, wantSchema)
 	}
 	for range 2 {
@@ -278,7 +278,7 @@ func TestExecuteSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := arrow.NewSchema([]arrow.Field{eventsSchema().Field(3), eventsSchema().Field(0)}, nil)
-	if !s.Equal(want) {
+	if !bare(s).Equal(want) {
 		t.Errorf("schema %v, want %v", s, want)
 	}
 }

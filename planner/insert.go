@@ -70,7 +70,8 @@ func (ins *Insert) SourceQuery(target []catalog.Column) (string, error) {
 		fmt.Fprintf(&b, "CAST(__c%d AS %s) AS %s", i, catalog.TypeString(c.Type), catalog.QuoteIdent(c.Name))
 	}
 	b.WriteString(" FROM (")
-	b.WriteString(ins.Source)
+	source, _ := castValues(ins.Source, target)
+	b.WriteString(source)
 	b.WriteString(") AS __insert_source(")
 	for i := range target {
 		if i > 0 {

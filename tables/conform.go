@@ -43,6 +43,12 @@ func conform(table string, target *arrow.Schema, rec arrow.RecordBatch, mem memo
 		}
 	}
 	if in.Equal(target) {
+		// The sender's schema says NOT NULL; its data may disagree.
+		for i, f := range target.Fields() {
+			if n := rec.Column(i).NullN(); !f.Nullable && n > 0 {
+				return nil, &SchemaError{table, f.Name, fmt.Sprintf("NOT NULL, but %d of %d values are null", n, rec.NumRows())}
+			}
+		}
 		rec.Retain()
 		return rec, nil
 	}
@@ -89,6 +95,12 @@ func fieldNames(s *arrow.Schema) string {
 // conformColumn checks one column's nullability and type, casting safe
 // widenings. It returns a new reference.
 func conformColumn(f arrow.Field, col arrow.Array, mem memory.Allocator) (arrow.Array, error) {
+	plain, err := plainArray(col, mem) // views, large, dictionary, extension types (conform_types.go)
+	if err != nil {
+		return nil, err
+	}
+	defer plain.Release()
+	col = plain
 	if !f.Nullable && col.NullN() > 0 {
 		return nil, fmt.Errorf("NOT NULL, but %d of %d values are null", col.NullN(), col.Len())
 	}

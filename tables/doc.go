@@ -3,7 +3,8 @@
 //
 //   - Writes: Appender (append.go) is the one way in. It conforms Arrow
 //     records to the definition it was created with (conform.go: names,
-//     safe casts), splits them by bucket with the Iceberg bucket hash,
+//     safe casts; conform_types.go: view, large, dictionary and extension
+//     layouts made plain), splits them by bucket with the Iceberg bucket hash,
 //     encodes each piece once as a compressed log batch with statistics
 //     (table.go) and appends them as one atomic write per MaxWriteBytes;
 //     a write whose table changed underneath it is refused

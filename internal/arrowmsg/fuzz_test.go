@@ -81,7 +81,7 @@ func FuzzValidate(f *testing.F) {
 		// The input as bare metadata. parseRecordBatch has no recover, so
 		// a missing bounds check fails here instead of being hidden.
 		if hdr, err := parseRecordBatch(data); err == nil {
-			_ = validateHeader(schema, spans, hdr, nil, lim)
+			_ = validateHeader(schema, spans, 0, hdr, nil, lim)
 		}
 		_, _ = messageKind(data)
 		meta, body, err := SplitMessage(data)
@@ -92,7 +92,7 @@ func FuzzValidate(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if err := validateHeader(schema, spans, hdr, body, lim); err != nil {
+		if err := validateHeader(schema, spans, 0, hdr, body, lim); err != nil {
 			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrTooLarge) && !errors.Is(err, ErrUnsupported) {
 				t.Fatalf("error wraps no sentinel: %v", err)
 			}

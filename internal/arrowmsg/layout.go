@@ -18,6 +18,7 @@ const (
 	kindList                  // validity, offsets; child
 	kindFixedList             // validity; child of size values per value
 	kindStruct                // validity; children
+	kindView                  // validity, views; variadic data buffers (incoming batches only)
 )
 
 // shape is how one type is laid out in a record batch.

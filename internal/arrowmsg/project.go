@@ -67,7 +67,7 @@ func planProjection(schema *arrow.Schema, cols []int, meta, body []byte) (*proje
 	if err != nil {
 		return nil, err
 	}
-	if err := validateHeader(schema, spans, hdr, body, noLimits); err != nil {
+	if err := validateHeader(schema, spans, 0, hdr, body, noLimits); err != nil {
 		return nil, err
 	}
 	p := &projection{body: body}

@@ -73,25 +73,25 @@ func Validate(schema *arrow.Schema, meta, body []byte, lim Limits) (*RecordBatch
 	if err != nil {
 		return nil, fmt.Errorf("validate record batch: %w", err)
 	}
-	spans, err := columnSpans(schema)
+	spans, views, err := inputSpans(schema)
 	if err != nil {
 		return nil, fmt.Errorf("validate record batch: %w", err)
 	}
-	if err := validateHeader(schema, spans, hdr, body, lim.EnsureDefaults()); err != nil {
+	if err := validateHeader(schema, spans, views, hdr, body, lim.EnsureDefaults()); err != nil {
 		return nil, fmt.Errorf("validate record batch: %w", err)
 	}
 	return hdr, nil
 }
 
 // validateHeader is Validate after parsing; spans is columnSpans(schema).
-func validateHeader(schema *arrow.Schema, spans []span, hdr *RecordBatchHeader, body []byte, lim Limits) error {
-	if err := checkCounts(spans, hdr, body, lim); err != nil {
+func validateHeader(schema *arrow.Schema, spans []span, views int, hdr *RecordBatchHeader, body []byte, lim Limits) error {
+	if err := checkCounts(spans, views, hdr, body, lim); err != nil {
 		return err
 	}
 	c := checker{hdr: hdr, body: body, lim: lim}
-	for i, sp := range spans {
+	for i := range spans {
 		f := schema.Field(i)
-		c.column, c.colBuf = f.Name, sp.buf
+		c.column, c.colBuf = f.Name, c.nextB // after the variadic buffers of earlier view columns
 		if err := c.node(f.Type, hdr.Length, true, 0); err != nil {
 			return err
 		}
@@ -100,11 +100,16 @@ func validateHeader(schema *arrow.Schema, spans []span, hdr *RecordBatchHeader, 
 }
 
 // checkCounts checks the batch-level numbers, before any column is walked.
-func checkCounts(spans []span, hdr *RecordBatchHeader, body []byte, lim Limits) error {
+func checkCounts(spans []span, views int, hdr *RecordBatchHeader, body []byte, lim Limits) error {
 	var nodes, bufs int
 	if n := len(spans); n > 0 {
 		nodes, bufs = spans[n-1].node+spans[n-1].nodes, spans[n-1].buf+spans[n-1].bufs
 	}
+	variadic, err := checkVariadic(hdr, views)
+	if err != nil {
+		return err
+	}
+	bufs += variadic
 	switch {
 	case hdr.Length > lim.MaxRows:
 		return &Error{Kind: ErrTooLarge, Msg: fmt.Sprintf("batch has %d rows, over the limit of %d", hdr.Length, lim.MaxRows)}
@@ -116,8 +121,6 @@ func checkCounts(spans []span, hdr *RecordBatchHeader, body []byte, lim Limits) 
 		return malformed("message has %d field nodes, the schema needs %d", len(hdr.Nodes), nodes)
 	case len(hdr.Buffers) != bufs:
 		return malformed("message has %d buffers, the schema needs %d", len(hdr.Buffers), bufs)
-	case len(hdr.VariadicBufferCounts) != 0:
-		return malformed("message has variadic buffer counts, but the schema has no view columns")
 	}
 	return nil
 }
@@ -132,6 +135,7 @@ type checker struct {
 	colBuf int    // index of its first buffer
 	nextN  int    // next node
 	nextB  int    // next buffer
+	nextV  int    // next variadic buffer count (view nodes)
 	total  int64  // uncompressed bytes so far
 }
 
@@ -143,7 +147,7 @@ func (c *checker) errorf(kind error, format string, args ...any) error {
 // rows is the length the node must have (exact) or exceed (!exact).
 // It dispatches on the type's shape, so it is longer than most functions.
 func (c *checker) node(dt arrow.DataType, rows int64, exact bool, depth int) error {
-	s, err := shapeOf(dt)
+	s, err := inputShapeOf(dt)
 	if err != nil {
 		return columnError(c.column, err)
 	}
@@ -173,6 +177,8 @@ func (c *checker) node(dt arrow.DataType, rows int64, exact bool, depth int) err
 		return c.node(s.elem, 0, false, depth+1)
 	case kindFixedList:
 		return c.node(s.elem, satMul(n.Length, s.size), false, depth+1)
+	case kindView:
+		return c.view(n)
 	case kindStruct:
 		for i := 0; i < s.fields.NumFields(); i++ {
 			if err := c.node(s.fields.Field(i).Type, n.Length, false, depth+1); err != nil {

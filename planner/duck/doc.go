@@ -8,6 +8,9 @@
 //	   │ filters.go   simple WHERE conjuncts of each table reference, from the
 //	   │              same parse tree, as scan filters (filtervalues.go)
 //	   │ query.go     exactly one SELECT (or EXPLAIN of one), else ErrNotQuery
+//	   │ params*.go   parameters bound with their types (Arrow scalars as
+//	   │              the DuckDB value of their Arrow type), ParamError;
+//	   │              describe.go: the result schema with values bound
 //	   │ tablefunc.go bind: Resolver.Table and its filters; init: Table.Plan
 //	   │              (projection, filters) and part readers (scanner.go);
 //	   │              function: records → vectors (vectors.go)

@@ -75,6 +75,9 @@ func (s *resultStream) start(sql string, args []any) error {
 	if bindings.ExecutePreparedStreaming(stmt, &s.res) == bindings.StateError {
 		msg := bindings.ResultError(&s.res)
 		bindings.DestroyResult(&s.res)
+		if err := conversionError(stmt, args, msg); err != nil {
+			return err // which parameter (params_errors.go)
+		}
 		return s.failure(msg)
 	}
 	s.hasRes = true

@@ -1,0 +1,125 @@
+package flightsrv
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
+
+	"github.com/lakestream/lakestream/planner"
+)
+
+// Prepared-statement parameters travel as Arrow scalars of the type the
+// client sent, and the engine binds each with the DuckDB type of its Arrow
+// type (planner/duck's params_arrow.go): 41 sent as int64 is BIGINT 41, as
+// DuckDB's own clients bind it. View, dictionary-encoded and extension
+// columns are turned into their plain values here.
+
+// paramScalar is the parameter in row r of col.
+func paramScalar(col arrow.Array, r int) (scalar.Scalar, error) {
+	switch c := col.(type) {
+	case *array.StringView:
+		if c.IsNull(r) {
+			return scalar.MakeNullScalar(arrow.BinaryTypes.String), nil
+		}
+		return scalar.NewStringScalar(c.Value(r)), nil
+	case *array.BinaryView:
+		if c.IsNull(r) {
+			return scalar.MakeNullScalar(arrow.BinaryTypes.Binary), nil
+		}
+		return scalar.NewBinaryScalar(memory.NewBufferBytes(c.Value(r)), arrow.BinaryTypes.Binary), nil
+	case *array.Dictionary:
+		if c.IsNull(r) {
+			return scalar.MakeNullScalar(c.Dictionary().DataType()), nil
+		}
+		return paramScalar(c.Dictionary(), c.GetValueIndex(r))
+	case array.ExtensionArray:
+		return paramScalar(c.Storage(), r)
+	}
+	switch col.DataType().ID() {
+	case arrow.SPARSE_UNION, arrow.DENSE_UNION, arrow.RUN_END_ENCODED, arrow.LIST_VIEW, arrow.LARGE_LIST_VIEW:
+		return nil, fmt.Errorf("type %s is not supported as a parameter", col.DataType())
+	}
+	return scalar.GetScalar(col, r)
+}
+
+// paramCountError is the error of a bound record whose column count is not
+// the statement's parameter count.
+func paramCountError(want, got int) error {
+	return fmt.Errorf("%w: the statement has %d parameters, %d were bound", errInvalid, want, got)
+}
+
+// boundSchema is the result schema of a prepared query executed with args:
+// the schema described at prepare time when every argument has the type
+// DuckDB inferred for its parameter (no rebinding, e.g. WHERE id = ? with
+// an int64), else the engine's description with the values bound.
+func (s *Server) boundSchema(ctx context.Context, p *prepared, args []any) (*arrow.Schema, bool, error) {
+	if len(args) == 0 || s.engine == nil {
+		return nil, false, nil
+	}
+	if p.dataset != nil && p.paramsSchema != nil && p.paramsSchema.NumFields() == len(args) {
+		same := true
+		for i, a := range args {
+			sc, ok := a.(scalar.Scalar)
+			if !ok || !arrow.TypeEqual(sc.DataType(), p.paramsSchema.Field(i).Type) {
+				same = false
+				break
+			}
+		}
+		if same {
+			return nil, false, nil
+		}
+	}
+	schema, err := s.engine.DescribeBound(ctx, p.stmt.SQL, args...)
+	return schema, err == nil, err
+}
+
+// preparedSchema is the result schema of the prepared statement handle
+// with its bound parameters: described, the schema its DoGet sends.
+func (s *Server) preparedSchema(ctx context.Context, handle string, described *arrow.Schema) (*arrow.Schema, error) {
+	p, err := s.prepared.get(handle)
+	if err != nil {
+		return nil, err
+	}
+	if p.stmt.Kind != planner.KindQuery {
+		return described, nil
+	}
+	args, err := p.args()
+	if err != nil {
+		return nil, err
+	}
+	schema, ok, err := s.boundSchema(ctx, p, args)
+	if err != nil || !ok {
+		return described, err
+	}
+	return withColumnMetadata(schema, nil), nil
+}
+
+// parameterSchema is the ParameterSchema a prepared statement announces:
+// DuckDB's parameter types, with TIME and TIMESTAMP parameters in
+// milliseconds. Clients that build parameter vectors from this schema take
+// the unit from it, and the Flight SQL JDBC driver (18.3) writes
+// milliseconds into TIME and TIMESTAMP vectors whatever their unit: with
+// microseconds every value it binds would be a thousand times too small
+// (measured, tests/interop/test_jdbc_matrix.py). java.sql values carry
+// milliseconds there anyway. Clients that send their own types (ADBC from
+// Python and Go) are bound at the precision they send.
+func parameterSchema(params *arrow.Schema) *arrow.Schema {
+	if params == nil {
+		return nil
+	}
+	fields := params.Fields()
+	for i, f := range fields {
+		switch t := f.Type.(type) {
+		case *arrow.Time64Type:
+			fields[i].Type = arrow.FixedWidthTypes.Time32ms
+		case *arrow.TimestampType:
+			fields[i].Type = &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: t.TimeZone}
+		}
+	}
+	md := params.Metadata()
+	return arrow.NewSchema(fields, &md)
+}
