@@ -83,8 +83,13 @@ func lsTableBind(p unsafe.Pointer) {
 	qs := e.query(uint64(bindings.ClientContextGetConnectionId(cc)))
 	bindings.DestroyClientContext(&cc)
 
-	db, name := bindVarchar(info, 0), bindVarchar(info, 1)
-	bd, err := e.bindTable(qs, db, name)
+	db, okDB := bindVarchar(info, 0)
+	name, okName := bindVarchar(info, 1)
+	var bd *bindData
+	err := fmt.Errorf("%w: %s takes two strings, the database and the table name, not NULL", ErrNotQuery, scanFunctionName)
+	if okDB && okName {
+		bd, err = e.bindTable(qs, db, name)
+	}
 	if err != nil {
 		qs.setErr(err)
 		bindings.BindSetError(info, err.Error())
@@ -110,10 +115,16 @@ func lsTableBind(p unsafe.Pointer) {
 	bindings.BindSetBindData(info, newHandle(bd), deleteCallback)
 }
 
-func bindVarchar(info bindings.BindInfo, i int) string {
+// bindVarchar reads parameter i; false if it is NULL. DuckDB's
+// GetVarchar of a NULL throws a C++ exception, which across cgo aborts
+// the process: lakestream_scan(NULL, NULL) written by a client must not.
+func bindVarchar(info bindings.BindInfo, i int) (string, bool) {
 	v := bindings.BindGetParameter(info, bindings.IdxT(i))
 	defer bindings.DestroyValue(&v)
-	return bindings.GetVarchar(v)
+	if bindings.IsNullValue(v) {
+		return "", false
+	}
+	return bindings.GetVarchar(v), true
 }
 
 func (e *Engine) bindTable(qs *queryState, db, name string) (*bindData, error) {
