@@ -28,7 +28,7 @@ func (c *Catalog) createDatabase(ctx context.Context, name string, ifNotExists b
 		if ifNotExists {
 			return false, nil
 		}
-		return false, fmt.Errorf("database %q already exists: %w", name, ErrDatabaseExists)
+		return false, errorf(ErrDatabaseExists, "database %q already exists", name)
 	}
 	err = c.inTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO databases (name, created_at) VALUES (?, ?)`, name, micros(c.now()))
@@ -67,15 +67,14 @@ func (c *Catalog) dropDatabase(ctx context.Context, name string, ifExists, casca
 		if ifExists {
 			return nil, false, nil
 		}
-		return nil, false, fmt.Errorf("database %q does not exist: %w", name, ErrDatabaseNotFound)
+		return nil, false, errorf(ErrDatabaseNotFound, "database %q does not exist", name)
 	}
 	tables := snap.tablesOf(name)
 	for _, b := range snap.brokenOf(name) {
 		tables = append(tables, b.stub())
 	}
 	if len(tables) > 0 && !cascade {
-		return nil, false, fmt.Errorf("database %q is not empty (%d tables; use CASCADE to drop them too): %w",
-			name, len(tables), ErrDatabaseNotEmpty)
+		return nil, false, errorf(ErrDatabaseNotEmpty, "database %q is not empty (%d tables; use CASCADE to drop them too)", name, len(tables))
 	}
 	if err := c.inTx(ctx, func(tx *sql.Tx) error { return deleteDatabase(ctx, tx, name) }); err != nil {
 		return nil, false, fmt.Errorf("drop database %q: %w", name, err)

@@ -135,7 +135,7 @@ func (e *Engine) bindTable(qs *queryState, db, name string) (*bindData, error) {
 	}
 	t, err := e.res.Table(qs.ctx, db, name)
 	if err != nil {
-		return nil, fmt.Errorf("resolve table %s: %w", qualified(db, name), err)
+		return nil, err // the resolver's error names the table
 	}
 	s := t.Schema()
 	if s == nil || s.NumFields() == 0 {
@@ -318,11 +318,4 @@ func (st *scanState) check(rec arrow.RecordBatch) error {
 		}
 	}
 	return nil
-}
-
-func qualified(db, name string) string {
-	if db == "" {
-		return name
-	}
-	return db + "." + name
 }
