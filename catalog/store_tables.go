@@ -40,6 +40,12 @@ func (c *Catalog) createTable(ctx context.Context, s *CreateTable) (*Table, bool
 	if !snap.dbs[t.DB] {
 		return nil, false, errorf(ErrDatabaseNotFound, "database %q does not exist", t.DB)
 	}
+	if v := snap.viewNamed(t.DB, t.Name); v != nil {
+		if s.IfNotExists {
+			return nil, false, errorf(ErrTableExists, "%q is a view: CREATE TABLE IF NOT EXISTS cannot create a table of its name", v.FullName())
+		}
+		return nil, false, errorf(ErrTableExists, "%q is a view: a table cannot take a view's name", v.FullName())
+	}
 	if old := snap.byName[TableName{DB: t.DB, Name: t.Name}]; old != nil {
 		if s.IfNotExists {
 			return old, false, nil
@@ -103,6 +109,9 @@ func (c *Catalog) DropTable(ctx context.Context, db, name string, ifExists bool)
 	if errors.Is(err, ErrDefinitionBroken) {
 		b, _ := snap.brokenNamed(db, name)
 		t, err = b.stub(), nil
+	}
+	if v := snap.viewNamed(db, name); err != nil && v != nil {
+		return nil, invalidf("%q is a view, not a table: drop it with DROP VIEW", v.FullName())
 	}
 	if err != nil {
 		if ifExists {
