@@ -124,6 +124,14 @@ var errUnanalyzable = errors.New("statement cannot be analysed")
 // starts no scan.
 func (e *Engine) prepare(c *conn, sql string) (bindings.PreparedStatement, error) {
 	if err := checkOne(c, sql); err != nil {
+		fixed, ok := e.repair(sql) // repair.go
+		if !ok || checkOne(c, fixed) != nil {
+			return bindings.PreparedStatement{}, err
+		}
+		sql = fixed
+	}
+	sql, err := e.expandViews(c.qs.ctx, sql) // views.go
+	if err != nil {
 		return bindings.PreparedStatement{}, err
 	}
 	a, err := e.analyze(sql)
