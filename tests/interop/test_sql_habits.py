@@ -7,8 +7,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from conftest import BIN, Server
-from util import query
+from conftest import BIN
 
 
 def run(conn, sql):
