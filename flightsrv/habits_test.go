@@ -267,7 +267,7 @@ func TestClientErrorMessages(t *testing.T) {
 		"CREATE TABLE t (a INT)":                                    {codes.AlreadyExists, `table "default.t" already exists`},
 		"CREATE TABLE " + long + " (a INT)":                         {codes.InvalidArgument, `create table "default.` + long + `": table name "` + strings.Repeat("x", 64) + `"... (200 bytes) is longer than the limit of 128 bytes`},
 		`CREATE TABLE "%%%" (a INT)`:                                {codes.InvalidArgument, `create table "default.%%%": table name "%%%" must not contain '%': the name is a directory of the lake's table location`},
-		"SELECT * FROM lakestream_scan(NULL, NULL)":                 {codes.InvalidArgument, "Binder Error: duck: not a query: lakestream_scan takes two strings, the database and the table name, not NULL"},
+		"SELECT * FROM lakestream_scan(NULL, NULL)":                 {codes.InvalidArgument, "Binder Error: lakestream_scan takes two strings, the database and the table name, not NULL"},
 		"SELECT * FROM changes('t', 'latest') WHERE kind LIKE 'b%'": {codes.InvalidArgument, `invalid statement: changes(): WHERE: expected a comparison after kind at "LIKE 'b%'"`},
 	} {
 		_, err := ts.exec(sql)

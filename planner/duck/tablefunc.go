@@ -86,7 +86,7 @@ func lsTableBind(p unsafe.Pointer) {
 	db, okDB := bindVarchar(info, 0)
 	name, okName := bindVarchar(info, 1)
 	var bd *bindData
-	err := fmt.Errorf("%w: %s takes two strings, the database and the table name, not NULL", ErrNotQuery, scanFunctionName)
+	var err error = badArgument(scanFunctionName + " takes two strings, the database and the table name, not NULL")
 	if okDB && okName {
 		bd, err = e.bindTable(qs, db, name)
 	}
@@ -114,6 +114,13 @@ func lsTableBind(p unsafe.Pointer) {
 	}
 	bindings.BindSetBindData(info, newHandle(bd), deleteCallback)
 }
+
+// badArgument is a bad argument of lakestream_scan; it is ErrNotQuery for
+// errors.Is, so that callers map it as the client's mistake.
+type badArgument string
+
+func (e badArgument) Error() string        { return string(e) }
+func (e badArgument) Is(target error) bool { return target == ErrNotQuery }
 
 // bindVarchar reads parameter i; false if it is NULL. DuckDB's
 // GetVarchar of a NULL throws a C++ exception, which across cgo aborts
