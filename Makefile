@@ -18,11 +18,14 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 # everything concurrent under them.
 RACE_PKGS := ./columnarlog/... ./tables/... ./flightsrv/... ./internal/... ./catalog/... ./node/... ./planner ./tiering/...
 
-.PHONY: all build run test test-go test-race test-py test-fuzz bench bench-full bench-lake venv fmt vet clean
+.PHONY: all build run test test-go test-race test-py test-docs test-fuzz bench bench-full bench-lake venv fmt vet clean
 
 all: build
 
+# The first build compiles the embedded DuckDB (cgo) and takes minutes
+# without a word from go build: say so before it starts.
 build:
+	@test -x $(BIN) || echo "Building $(BIN): the first build compiles the embedded DuckDB and takes a few minutes..."
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/lakestream
 
 run: build
@@ -65,9 +68,15 @@ test-fuzz:
 test-py: venv build
 	LAKESTREAM_BIN=$(CURDIR)/$(BIN) $(PY) -m pytest -q -rs --tb=native -p no:cacheprovider tests/interop
 
+# The runnable code blocks of README.md and docs/*.md (those marked
+# <!-- doctest -->) against a node the test starts; test-py runs them too.
+test-docs: venv build
+	LAKESTREAM_BIN=$(CURDIR)/$(BIN) $(PY) -m pytest -q -rs --tb=native -p no:cacheprovider tests/interop/test_docs.py
+
 venv: $(VENV)/.installed
 
 $(VENV)/.installed: tests/requirements.txt
+	@echo "Creating $(VENV) with the pinned client packages of tests/requirements.txt (a minute or two)..."
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --disable-pip-version-check -r tests/requirements.txt
 	touch $@

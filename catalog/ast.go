@@ -1,7 +1,7 @@
 package catalog
 
 // Statement is a parsed DDL statement: *CreateDatabase, *DropDatabase,
-// *CreateTable, *DropTable or *AddColumn.
+// *CreateTable, *DropTable, *AddColumn, *CreateView or *DropView.
 type Statement interface {
 	statement()
 }
@@ -49,6 +49,11 @@ type CreateTable struct {
 	Partition   []PartitionField
 	// Options are the WITH ('key' = 'value') pairs; keys are lower-cased.
 	Options map[string]string
+	// AsQuery is the query of CREATE TABLE ... AS <query>, as written
+	// (without a trailing semicolon); "" for a plain CREATE TABLE. Its
+	// columns are the query's, which the caller fills in as Columns
+	// before Exec; the parenthesised list may then hold only PRIMARY KEY.
+	AsQuery string
 }
 
 // DropTable is DROP TABLE [IF EXISTS] name.
@@ -69,3 +74,21 @@ func (*DropDatabase) statement()   {}
 func (*CreateTable) statement()    {}
 func (*DropTable) statement()      {}
 func (*AddColumn) statement()      {}
+func (*CreateView) statement()     {}
+func (*DropView) statement()       {}
+
+// CreateView is CREATE [OR REPLACE] VIEW [IF NOT EXISTS] name AS query. The
+// query is kept as written; the caller checks it with the query engine
+// before Exec.
+type CreateView struct {
+	View        TableName
+	OrReplace   bool
+	IfNotExists bool
+	Query       string
+}
+
+// DropView is DROP VIEW [IF EXISTS] name.
+type DropView struct {
+	View     TableName
+	IfExists bool
+}

@@ -51,3 +51,20 @@ func (p *problem) Is(target error) bool { return target == ErrInvalid }
 func invalidf(format string, args ...any) error {
 	return &problem{msg: fmt.Sprintf(format, args...)}
 }
+
+// kindError is an error of one of the sentinel kinds above whose message is
+// one sentence naming the object (`table "default.t" does not exist`),
+// without the sentinel's own text repeated after it, as %w would add.
+type kindError struct {
+	msg  string
+	kind error
+}
+
+func (e *kindError) Error() string        { return e.msg }
+func (e *kindError) Is(target error) bool { return target == e.kind }
+
+// errorf returns an error that reads as the formatted message and matches
+// kind with errors.Is.
+func errorf(kind error, format string, args ...any) error {
+	return &kindError{msg: fmt.Sprintf(format, args...), kind: kind}
+}

@@ -13,6 +13,8 @@ type Result struct {
 	// Dropped are the tables whose data the caller must now delete (DROP
 	// TABLE, DROP DATABASE ... CASCADE).
 	Dropped []*Table
+	// View is the created, replaced or dropped view, else nil.
+	View *View
 	// NoOp is set when IF [NOT] EXISTS turned the statement into nothing.
 	NoOp bool
 }
@@ -40,6 +42,12 @@ func (c *Catalog) Exec(ctx context.Context, stmt Statement) (Result, error) {
 	case *AddColumn:
 		t, err := c.AddColumn(ctx, s.Table.DB, s.Table.Name, s.Column)
 		return Result{Table: t}, err
+	case *CreateView:
+		v, created, err := c.createView(ctx, s)
+		return Result{View: v, NoOp: err == nil && !created}, err
+	case *DropView:
+		v, err := c.DropView(ctx, s.View.DB, s.View.Name, s.IfExists)
+		return Result{View: v, NoOp: err == nil && v == nil}, err
 	case nil:
 		return Result{}, invalidf("no statement")
 	}

@@ -103,7 +103,9 @@ func checkObjectName(what, name string) error {
 			return invalidf(`%s name %s must not contain "$": it is reserved for the virtual names of a table, such as "t%s" and "t%s"`, what, quoteName(name), LakeSuffix, ChangelogSuffix)
 		case r == '.':
 			return invalidf(`%s name %s must not contain ".": "db.table" names a table, and the dot would make it ambiguous`, what, quoteName(name))
-		case r == '/' || r == '\\':
+		case r == '/' || r == '\\' || r == '%':
+			// '%' too: the lake's table location is a URL, where it
+			// starts an escape ("a%20b" would name the directory "a b").
 			return invalidf(`%s name %s must not contain %q: the name is a directory of the lake's table location`, what, quoteName(name), r)
 		case !unicode.IsPrint(r):
 			return invalidf("%s name %s contains %s", what, quoteName(name), describeRune(r))

@@ -131,6 +131,7 @@ func TestNameRules(t *testing.T) {
 		{`CREATE TABLE "Region Targets" (a INT)`, ""},
 		{`CREATE TABLE "a/b" (a INT)`, `must not contain '/'`},
 		{`CREATE TABLE "a\b" (a INT)`, `must not contain '\\'`},
+		{`CREATE TABLE "%%%" (a INT)`, `must not contain '%'`},
 		{"CREATE TABLE \"a\tb\" (a INT)", `contains the non-printing character U+0009`},
 		{"CREATE TABLE \"a\u200bb\" (a INT)", `contains the non-printing character U+200B`},
 		{"CREATE TABLE \"a\xffb\" (a INT)", `not valid UTF-8`},
@@ -170,6 +171,7 @@ func TestDatabaseNameRules(t *testing.T) {
 		"a$b":       `must not contain "$"`,
 		"":          "name is empty",
 		"a\x00":     "U+0000",
+		"a%20b":     `must not contain '%'`,
 	} {
 		if err := c.CreateDatabase(context.Background(), name, false); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), want) {
 			t.Errorf("CREATE DATABASE %q: %v, want ErrInvalid with %q", name, err, want)

@@ -20,6 +20,9 @@ import (
 //	tables.lake_created_at (version 2): when the table's lake (Iceberg)
 //	               table was created, 0 if not recorded; a lake table that
 //	               was created and is gone is lost, not new
+//	views (version 3) id (AUTOINCREMENT), db, name, query (the defining
+//	               query as written), created_at, updated_at; a view's
+//	               name is no table's name in its database
 //
 // Times are Unix microseconds, UTC.
 var migrations = [][]string{
@@ -51,6 +54,17 @@ var migrations = [][]string{
 	},
 	{
 		`ALTER TABLE tables ADD COLUMN lake_created_at INTEGER NOT NULL DEFAULT 0`,
+	},
+	{
+		`CREATE TABLE views (
+			id         INTEGER PRIMARY KEY AUTOINCREMENT,
+			db         TEXT NOT NULL REFERENCES databases(name),
+			name       TEXT NOT NULL,
+			query      TEXT NOT NULL,
+			created_at INTEGER NOT NULL,
+			updated_at INTEGER NOT NULL,
+			UNIQUE (db, name)
+		)`,
 	},
 }
 

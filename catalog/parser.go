@@ -16,6 +16,13 @@ import (
 //	  [WITH ('option' = 'value', ...)]
 //	DROP TABLE [IF EXISTS] [db.]name
 //	ALTER TABLE [db.]name ADD [COLUMN] col TYPE
+//	CREATE TABLE [IF NOT EXISTS] [db.]name [(PRIMARY KEY (col, ...))]
+//	  [PARTITIONED BY (...)] [WITH (...)] AS query
+//	CREATE [OR REPLACE] VIEW [IF NOT EXISTS] [db.]name AS query
+//	DROP VIEW [IF EXISTS] [db.]name
+//
+// The query of CREATE TABLE ... AS and CREATE VIEW is kept as written: it
+// is the query engine's to parse.
 //
 // SCHEMA is accepted as a synonym of DATABASE. Unquoted identifiers are
 // lower-cased; "double quoted" ones keep their case. Errors are *SyntaxError.
@@ -192,21 +199,31 @@ func (p *parser) statement() (Statement, error) {
 	tok := p.next()
 	switch {
 	case isKeyword(tok, "create"):
+		orReplace := p.acceptKeywords("or", "replace")
+		if p.acceptKeywords("view") {
+			return p.createView(orReplace)
+		}
+		if orReplace {
+			return nil, p.errAt(p.peek(), "expected VIEW after CREATE OR REPLACE")
+		}
 		if p.acceptKeywords("table") {
 			return p.createTable()
 		}
 		if p.acceptKeywords("database") || p.acceptKeywords("schema") {
 			return p.createDatabase()
 		}
-		return nil, p.errAt(p.peek(), "expected TABLE or DATABASE after CREATE")
+		return nil, p.errAt(p.peek(), "expected TABLE, VIEW or DATABASE after CREATE")
 	case isKeyword(tok, "drop"):
 		if p.acceptKeywords("table") {
 			return p.dropTable()
 		}
+		if p.acceptKeywords("view") {
+			return p.dropView()
+		}
 		if p.acceptKeywords("database") || p.acceptKeywords("schema") {
 			return p.dropDatabase()
 		}
-		return nil, p.errAt(p.peek(), "expected TABLE or DATABASE after DROP")
+		return nil, p.errAt(p.peek(), "expected TABLE, VIEW or DATABASE after DROP")
 	case isKeyword(tok, "alter"):
 		if err := p.expectKeywords("table"); err != nil {
 			return nil, err

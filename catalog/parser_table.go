@@ -9,8 +9,10 @@ func (p *parser) createTable() (Statement, error) {
 	if s.Table, err = p.tableName(); err != nil {
 		return nil, err
 	}
-	if err := p.tableElements(s); err != nil {
-		return nil, err
+	if !p.isKeyword("as") && !p.isKeyword("with") && !p.isKeyword("partitioned") {
+		if err := p.tableElements(s); err != nil {
+			return nil, err
+		}
 	}
 	if p.acceptKeywords("partitioned", "by") {
 		if s.Partition, err = p.partitionSpec(); err != nil {
@@ -22,7 +24,36 @@ func (p *parser) createTable() (Statement, error) {
 			return nil, err
 		}
 	}
+	if at := p.peek(); isKeyword(at, "as") {
+		if len(s.Columns) > 0 {
+			return nil, p.errAt(at, "CREATE TABLE ... AS takes its columns from the query: the parentheses may hold only PRIMARY KEY (col, ...)")
+		}
+		if s.AsQuery, err = p.asQuery(); err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+	if s.Columns == nil && s.PrimaryKey == nil {
+		return nil, p.errAt(p.peek(), "expected \"(\" and the columns, or AS and a query")
+	}
 	return s, nil
+}
+
+// asQuery consumes AS and the rest of the statement, which it returns as
+// written, without a trailing semicolon: a query for the engine, which
+// this parser does not read.
+func (p *parser) asQuery() (string, error) {
+	as := p.next()
+	rest := p.lx.src[as.pos+len(as.text):]
+	p.ahead, p.lx.pos = nil, len(p.lx.src)
+	q := strings.TrimSpace(rest)
+	for strings.HasSuffix(q, ";") {
+		q = strings.TrimSpace(strings.TrimSuffix(q, ";"))
+	}
+	if q == "" {
+		return "", p.errAt(token{kind: tokEOF, pos: len(p.lx.src)}, "expected a query after AS")
+	}
+	return q, nil
 }
 
 // tableElements parses "(" column definitions and PRIMARY KEY constraints ")".

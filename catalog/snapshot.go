@@ -15,14 +15,16 @@ type snapshot struct {
 	byName map[TableName]*Table
 	// broken are the tables whose stored definition did not load, by ID.
 	broken map[int64]BrokenTable
+	// views are the persistent views (views.go).
+	views map[TableName]*View
 }
 
 func newSnapshot() *snapshot {
-	return &snapshot{dbs: map[string]bool{}, byID: map[int64]*Table{}, byName: map[TableName]*Table{}, broken: map[int64]BrokenTable{}}
+	return &snapshot{dbs: map[string]bool{}, byID: map[int64]*Table{}, byName: map[TableName]*Table{}, broken: map[int64]BrokenTable{}, views: map[TableName]*View{}}
 }
 
 func (s *snapshot) clone() *snapshot {
-	return &snapshot{dbs: maps.Clone(s.dbs), byID: maps.Clone(s.byID), byName: maps.Clone(s.byName), broken: maps.Clone(s.broken)}
+	return &snapshot{dbs: maps.Clone(s.dbs), byID: maps.Clone(s.byID), byName: maps.Clone(s.byName), broken: maps.Clone(s.broken), views: maps.Clone(s.views)}
 }
 
 // putBroken records that t's stored definition did not load, and why.

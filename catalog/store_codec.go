@@ -135,6 +135,9 @@ func loadSnapshot(ctx context.Context, db *sql.DB) (*snapshot, error) {
 	if err := loadSchemas(ctx, db, tables, s); err != nil {
 		return nil, err
 	}
+	if err := loadViews(ctx, db, s); err != nil {
+		return nil, err
+	}
 	for _, t := range tables {
 		if len(t.schemas) != int(t.SchemaID)+1 {
 			s.putBroken(t, fmt.Errorf("has %d schema versions, current is %d", len(t.schemas), t.SchemaID))

@@ -28,7 +28,7 @@ func (c *Catalog) createDatabase(ctx context.Context, name string, ifNotExists b
 		if ifNotExists {
 			return false, nil
 		}
-		return false, fmt.Errorf("database %q already exists: %w", name, ErrDatabaseExists)
+		return false, errorf(ErrDatabaseExists, "database %q already exists", name)
 	}
 	err = c.inTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO databases (name, created_at) VALUES (?, ?)`, name, micros(c.now()))
@@ -67,15 +67,15 @@ func (c *Catalog) dropDatabase(ctx context.Context, name string, ifExists, casca
 		if ifExists {
 			return nil, false, nil
 		}
-		return nil, false, fmt.Errorf("database %q does not exist: %w", name, ErrDatabaseNotFound)
+		return nil, false, errorf(ErrDatabaseNotFound, "database %q does not exist", name)
 	}
 	tables := snap.tablesOf(name)
 	for _, b := range snap.brokenOf(name) {
 		tables = append(tables, b.stub())
 	}
-	if len(tables) > 0 && !cascade {
-		return nil, false, fmt.Errorf("database %q is not empty (%d tables; use CASCADE to drop them too): %w",
-			name, len(tables), ErrDatabaseNotEmpty)
+	views := snap.viewsOf(name)
+	if len(tables)+len(views) > 0 && !cascade {
+		return nil, false, errorf(ErrDatabaseNotEmpty, "database %q is not empty (%d tables, %d views; use CASCADE to drop them too)", name, len(tables), len(views))
 	}
 	if err := c.inTx(ctx, func(tx *sql.Tx) error { return deleteDatabase(ctx, tx, name) }); err != nil {
 		return nil, false, fmt.Errorf("drop database %q: %w", name, err)
@@ -85,14 +85,20 @@ func (c *Catalog) dropDatabase(ctx context.Context, name string, ifExists, casca
 	for _, t := range tables {
 		next.deleteTable(t)
 	}
+	for _, v := range views {
+		delete(next.views, TableName{DB: v.DB, Name: v.Name})
+	}
 	c.state.Store(next)
 	return tables, true, nil
 }
 
-// deleteDatabase deletes database name and its tables (their schemas go by
-// ON DELETE CASCADE).
+// deleteDatabase deletes database name, its tables (their schemas go by
+// ON DELETE CASCADE) and its views.
 func deleteDatabase(ctx context.Context, tx *sql.Tx, name string) error {
 	if _, err := tx.ExecContext(ctx, `DELETE FROM tables WHERE db = ?`, name); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM views WHERE db = ?`, name); err != nil {
 		return err
 	}
 	_, err := tx.ExecContext(ctx, `DELETE FROM databases WHERE name = ?`, name)

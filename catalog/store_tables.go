@@ -38,16 +38,22 @@ func (c *Catalog) createTable(ctx context.Context, s *CreateTable) (*Table, bool
 	}
 	defer c.writeMu.Unlock()
 	if !snap.dbs[t.DB] {
-		return nil, false, fmt.Errorf("database %q does not exist: %w", t.DB, ErrDatabaseNotFound)
+		return nil, false, errorf(ErrDatabaseNotFound, "database %q does not exist", t.DB)
+	}
+	if v := snap.viewNamed(t.DB, t.Name); v != nil {
+		if s.IfNotExists {
+			return nil, false, errorf(ErrTableExists, "%q is a view: CREATE TABLE IF NOT EXISTS cannot create a table of its name", v.FullName())
+		}
+		return nil, false, errorf(ErrTableExists, "%q is a view: a table cannot take a view's name", v.FullName())
 	}
 	if old := snap.byName[TableName{DB: t.DB, Name: t.Name}]; old != nil {
 		if s.IfNotExists {
 			return old, false, nil
 		}
-		return nil, false, fmt.Errorf("table %q already exists: %w", t.FullName(), ErrTableExists)
+		return nil, false, errorf(ErrTableExists, "table %q already exists", t.FullName())
 	}
 	if b, ok := snap.brokenNamed(t.DB, t.Name); ok && b.Name == t.Name {
-		return nil, false, fmt.Errorf("table %q already exists, and its definition cannot be loaded (%v); drop it first: %w", t.FullName(), b.Err, ErrTableExists)
+		return nil, false, errorf(ErrTableExists, "table %q already exists, and its definition cannot be loaded (%v); drop it first", t.FullName(), b.Err)
 	}
 	t.CreatedAt = c.now()
 	t.schemas[0].CreatedAt = t.CreatedAt
@@ -104,6 +110,9 @@ func (c *Catalog) DropTable(ctx context.Context, db, name string, ifExists bool)
 		b, _ := snap.brokenNamed(db, name)
 		t, err = b.stub(), nil
 	}
+	if v := snap.viewNamed(db, name); err != nil && v != nil {
+		return nil, invalidf("%q is a view, not a table: drop it with DROP VIEW", v.FullName())
+	}
 	if err != nil {
 		if ifExists {
 			return nil, nil
@@ -141,7 +150,7 @@ func (c *Catalog) AddColumn(ctx context.Context, db, table string, col Column) (
 		return nil, err
 	}
 	if slices.ContainsFunc(old.Columns, func(c Column) bool { return strings.EqualFold(c.Name, col.Name) }) {
-		return nil, fmt.Errorf("column %q already exists in table %q: %w", col.Name, old.FullName(), ErrColumnExists)
+		return nil, errorf(ErrColumnExists, "column %q already exists in table %q", col.Name, old.FullName())
 	}
 	if err := checkWidth(quoteName(old.FullName()), append(slices.Clip(old.Columns), col)); err != nil {
 		return nil, fmt.Errorf("add column %q to table %q: %w", col.Name, old.FullName(), err)
@@ -175,7 +184,7 @@ func (c *Catalog) SetLakeCreated(ctx context.Context, id int64) (*Table, error) 
 	defer c.writeMu.Unlock()
 	old := snap.byID[id]
 	if old == nil {
-		return nil, fmt.Errorf("table with id %d does not exist: %w", id, ErrTableNotFound)
+		return nil, errorf(ErrTableNotFound, "table with id %d does not exist", id)
 	}
 	if !old.LakeCreatedAt.IsZero() {
 		return old, nil
@@ -232,7 +241,7 @@ func (c *Catalog) TableByID(ctx context.Context, id int64) (*Table, error) {
 	if b, ok := snap.broken[id]; ok {
 		return nil, b.error()
 	}
-	return nil, fmt.Errorf("table with id %d does not exist: %w", id, ErrTableNotFound)
+	return nil, errorf(ErrTableNotFound, "table with id %d does not exist", id)
 }
 
 // Tables returns the tables of database db, sorted by name.
@@ -243,7 +252,7 @@ func (c *Catalog) Tables(ctx context.Context, db string) ([]*Table, error) {
 	}
 	db = dbOrDefault(db)
 	if !snap.dbs[db] {
-		return nil, fmt.Errorf("database %q does not exist: %w", db, ErrDatabaseNotFound)
+		return nil, errorf(ErrDatabaseNotFound, "database %q does not exist", db)
 	}
 	return snap.tablesOf(db), nil
 }
@@ -270,8 +279,7 @@ func (s *snapshot) lookup(db, name string) (*Table, error) {
 	for _, t := range s.tablesOf(db) {
 		if strings.EqualFold(t.Name, name) {
 			if match != nil {
-				return nil, fmt.Errorf("table name %q is ambiguous: %q and %q differ only in case; quote it: %w",
-					name, match.Name, t.Name, ErrTableNotFound)
+				return nil, errorf(ErrTableNotFound, "table name %q is ambiguous: %q and %q differ only in case; quote it", name, match.Name, t.Name)
 			}
 			match = t
 		}
@@ -283,7 +291,7 @@ func (s *snapshot) lookup(db, name string) (*Table, error) {
 		return nil, b.error()
 	}
 	if !s.dbs[db] {
-		return nil, fmt.Errorf("database %q does not exist: %w", db, ErrDatabaseNotFound)
+		return nil, errorf(ErrDatabaseNotFound, "database %q does not exist", db)
 	}
-	return nil, fmt.Errorf("table %q does not exist: %w", db+"."+name, ErrTableNotFound)
+	return nil, errorf(ErrTableNotFound, "table %q does not exist", db+"."+name)
 }

@@ -74,7 +74,7 @@ func TestDatabaseLifecycle(t *testing.T) {
 	if res := exec(t, c, "CREATE DATABASE IF NOT EXISTS sales"); !res.NoOp {
 		t.Errorf("IF NOT EXISTS on existing database: NoOp = false")
 	}
-	if err := execErr(t, c, "CREATE DATABASE sales"); !errors.Is(err, ErrDatabaseExists) || err.Error() != `database "sales" already exists: database already exists` {
+	if err := execErr(t, c, "CREATE DATABASE sales"); !errors.Is(err, ErrDatabaseExists) || err.Error() != `database "sales" already exists` {
 		t.Errorf("duplicate database: %v", err)
 	}
 	exec(t, c, "CREATE TABLE sales.orders (id BIGINT)")

@@ -45,7 +45,7 @@ func toStatus(err error) error {
 		// retrying does not help until then.
 		code = codes.FailedPrecondition
 	case errors.Is(err, catalog.ErrTableNotFound), errors.Is(err, catalog.ErrDatabaseNotFound),
-		errors.Is(err, scan.ErrTableNotFound), errors.Is(err, errUnknownHandle):
+		errors.Is(err, scan.ErrTableNotFound), errors.Is(err, errUnknownHandle), errors.Is(err, catalog.ErrViewNotFound):
 		code = codes.NotFound
 	case errors.Is(err, catalog.ErrTableExists), errors.Is(err, catalog.ErrDatabaseExists),
 		errors.Is(err, catalog.ErrColumnExists):
@@ -54,7 +54,7 @@ func toStatus(err error) error {
 		code = codes.FailedPrecondition
 	case errors.As(err, &se), errors.As(err, &syn), errors.Is(err, catalog.ErrInvalid),
 		errors.Is(err, arrowmsg.ErrMalformed), errors.Is(err, errInvalid), errors.Is(err, planner.ErrInvalid),
-		errors.Is(err, duck.ErrNotQuery), errors.As(err, new(*duck.ParamError)):
+		errors.Is(err, duck.ErrNotQuery), errors.As(err, new(*duck.ParamError)), errors.Is(err, duck.ErrViewDepth):
 		code = codes.InvalidArgument
 	case errors.Is(err, arrowmsg.ErrTooLarge), errors.Is(err, columnarlog.ErrBatchTooLarge),
 		errors.As(err, &stall), errors.As(err, &spent):

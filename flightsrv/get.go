@@ -41,6 +41,10 @@ func (s *Server) doGet(raw []byte, stream flight.FlightService_DoGetServer) erro
 		return s.pipe(ctx, stream, queryReadAhead(), nil, false, func(ctx context.Context, out flight.DataStreamWriter) error {
 			return s.streamQuery(ctx, tk.SQL, nil, out)
 		})
+	case "show":
+		return s.pipe(ctx, stream, queryReadAhead(), nil, false, func(ctx context.Context, out flight.DataStreamWriter) error {
+			return s.streamShow(ctx, tk.SQL, out)
+		})
 	case "changes":
 		return s.pipe(ctx, stream, followReadAhead*int64(max(1, len(tk.Ranges))), s.stopping, false, func(ctx context.Context, out flight.DataStreamWriter) error {
 			return s.streamChanges(ctx, tk, out)

@@ -102,6 +102,14 @@ func (s *Server) DoGetTables(ctx context.Context, cmd flightsql.GetTables) (*arr
 			rows = append(rows, row)
 		}
 	}
+	if catalogMatches(cmd.GetCatalog()) && viewTypeMatches(cmd.GetTableTypes()) {
+		views, err := s.viewRows(ctx, cmd) // views.go
+		if err != nil {
+			return nil, nil, err
+		}
+		rows = append(rows, views...)
+	}
+	sortTableRows(rows)
 	return s.oneRecord(schema, rows)
 }
 
@@ -110,7 +118,7 @@ func (s *Server) GetFlightInfoTableTypes(_ context.Context, desc *flight.FlightD
 }
 
 func (s *Server) DoGetTableTypes(context.Context) (*arrow.Schema, <-chan flight.StreamChunk, error) {
-	return s.oneRecord(schema_ref.TableTypes, [][]any{{tableType}})
+	return s.oneRecord(schema_ref.TableTypes, [][]any{{tableType}, {viewType}})
 }
 
 func (s *Server) GetFlightInfoPrimaryKeys(_ context.Context, _ flightsql.TableRef, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {

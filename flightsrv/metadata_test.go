@@ -181,7 +181,7 @@ func TestGetTableTypes(t *testing.T) {
 	ts := metadataServer(t)
 	info, err := ts.cl.GetTableTypes(testCtx(t))
 	recs := ts.metaResult("GetTableTypes", info, err, schema_ref.TableTypes)
-	if got := columnStrings(recs, 0); !slices.Equal(got, []string{"TABLE"}) {
+	if got := columnStrings(recs, 0); !slices.Equal(got, []string{"TABLE", "VIEW"}) {
 		t.Errorf("table types %v", got)
 	}
 }

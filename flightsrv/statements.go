@@ -56,6 +56,9 @@ func (s *Server) DoPutCommandStatementUpdate(ctx context.Context, cmd flightsql.
 func (s *Server) execUpdate(ctx context.Context, st *planner.Statement, argRows [][]any) (int64, error) {
 	switch st.Kind {
 	case planner.KindDDL:
+		if n, ok, err := s.execCatalogDDL(ctx, st.DDL); ok { // ddl.go
+			return n, err
+		}
 		return 0, s.store.Exec(ctx, st.DDL)
 	case planner.KindInsert:
 		return s.execInsert(ctx, st.Insert, argRows)
@@ -89,6 +92,8 @@ func (s *Server) flightInfo(ctx context.Context, st *planner.Statement, handle s
 		}
 	case planner.KindChanges:
 		return s.changesInfo(ctx, st.Changes, desc)
+	case planner.KindShow:
+		return s.showInfo(ctx, st, desc) // show.go
 	}
 	schema, _, err := s.describe(ctx, st)
 	if err != nil {
@@ -121,6 +126,8 @@ func (s *Server) describe(ctx context.Context, st *planner.Statement) (*arrow.Sc
 	switch st.Kind {
 	case planner.KindDDL:
 		return emptySchema, emptySchema, nil
+	case planner.KindShow:
+		return showSchema(st.Show), emptySchema, nil
 	case planner.KindInsert:
 		return s.describeInsert(ctx, st.Insert)
 	case planner.KindChanges:

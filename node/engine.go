@@ -50,3 +50,27 @@ func (r resolver) Table(ctx context.Context, db, name string) (scan.Table, error
 	}
 	return r.store.Table(ctx, db, name)
 }
+
+// View and ViewNames make the engine expand the catalog's persistent
+// views (duck.Views).
+func (r resolver) View(ctx context.Context, db, name string) (string, bool) {
+	v, err := r.store.Catalog().View(ctx, db, name)
+	if err != nil {
+		return "", false
+	}
+	return v.Query, true
+}
+
+func (r resolver) ViewNames(ctx context.Context) []string {
+	views, err := r.store.Catalog().Views(ctx, "")
+	if err != nil {
+		return nil
+	}
+	names := make([]string, len(views))
+	for i, v := range views {
+		names[i] = v.Name
+	}
+	return names
+}
+
+var _ duck.Views = resolver{}

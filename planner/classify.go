@@ -27,6 +27,8 @@ const (
 	KindInsert
 	// KindChanges is a subscription: SELECT ... FROM changes(...).
 	KindChanges
+	// KindShow is SHOW DATABASES / TABLES / CREATE ..., DESCRIBE (show.go).
+	KindShow
 )
 
 // Statement is a classified statement.
@@ -41,6 +43,8 @@ type Statement struct {
 	Insert *Insert
 	// Changes is the subscription for KindChanges.
 	Changes *Changes
+	// Show is the SHOW or DESCRIBE statement for KindShow.
+	Show *Show
 }
 
 // PlainScan is SELECT * | col, ... FROM [db.]table.
@@ -58,6 +62,12 @@ func Classify(sql string) (*Statement, error) {
 			return nil, err
 		}
 		return &Statement{Kind: KindDDL, SQL: sql, DDL: stmt}, nil
+	}
+	if sh, ok, err := parseShow(sql); ok {
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+		return &Statement{Kind: KindShow, SQL: sql, Show: sh}, nil
 	}
 	if ins, ok, err := parseInsert(sql); ok {
 		if err != nil {
@@ -164,6 +174,8 @@ func (k Kind) String() string {
 		return "insert"
 	case KindChanges:
 		return "subscription"
+	case KindShow:
+		return "show"
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }

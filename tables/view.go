@@ -237,10 +237,18 @@ func (s *Store) Resolve(ctx context.Context, db, name string) (*Table, Layer, er
 func (s *Store) Table(ctx context.Context, db, name string) (scan.Table, error) {
 	t, layer, err := s.Resolve(ctx, db, name)
 	if errors.Is(err, catalog.ErrTableNotFound) {
-		return nil, fmt.Errorf("%w: %v", scan.ErrTableNotFound, err)
+		return nil, scanNotFound{err}
 	}
 	if err != nil {
 		return nil, err
 	}
 	return layerTable{t, layer}, nil
 }
+
+// scanNotFound is the catalog's "table does not exist" as the engine's
+// scan.ErrTableNotFound, reading as the catalog's one sentence.
+type scanNotFound struct{ err error }
+
+func (e scanNotFound) Error() string        { return e.err.Error() }
+func (e scanNotFound) Unwrap() error        { return e.err }
+func (e scanNotFound) Is(target error) bool { return target == scan.ErrTableNotFound }

@@ -70,7 +70,7 @@ func runSQL(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}
 	if schema == nil {
-		fmt.Fprintln(out, "OK")
+		fmt.Fprintln(out, commandTag(pos[0], info.TotalRecords))
 		return nil
 	}
 	return printResult(out, *format, schema, recs)

@@ -17,7 +17,7 @@ import (
 // SELECT (with WITH, VALUES, TABLE, ...) and EXPLAIN. DDL and DML on
 // Lakestream tables are the planner's job; DuckDB's own catalog is not
 // writable from outside.
-var ErrNotQuery = errors.New("duck: not a query")
+var ErrNotQuery = errors.New("not a query")
 
 // Query runs one SELECT (DuckDB dialect) with optional positional
 // parameters (? or $1) and streams the result as Arrow record batches. It
@@ -124,6 +124,14 @@ var errUnanalyzable = errors.New("statement cannot be analysed")
 // starts no scan.
 func (e *Engine) prepare(c *conn, sql string) (bindings.PreparedStatement, error) {
 	if err := checkOne(c, sql); err != nil {
+		fixed, ok := e.repair(sql) // repair.go
+		if !ok || checkOne(c, fixed) != nil {
+			return bindings.PreparedStatement{}, err
+		}
+		sql = fixed
+	}
+	sql, err := e.expandViews(c.qs.ctx, sql) // views.go
+	if err != nil {
 		return bindings.PreparedStatement{}, err
 	}
 	a, err := e.analyze(sql)
@@ -152,7 +160,10 @@ func (e *Engine) prepareError(c *conn, sql string, a analysis, msg string) error
 	cause := c.qs.getErr()
 	if a.check != namesParsed {
 		if tree, err := e.serialize(sql); err == nil && tree == nil {
-			return &Error{Msg: "not a query: only SELECT statements run here (" + strings.TrimSpace(msg) + ")", Err: ErrNotQuery}
+			// DuckDB's own message is about binding the statement it
+			// would have run (an INSERT into its empty catalog): beside
+			// the point.
+			return fmt.Errorf("%w: only SELECT statements (and EXPLAIN of one) run in the query engine", ErrNotQuery)
 		}
 		if errors.Is(cause, errUnanalyzable) {
 			return fmt.Errorf("%w: cannot analyse the table names of this statement", ErrNotQuery)

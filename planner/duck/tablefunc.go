@@ -83,8 +83,13 @@ func lsTableBind(p unsafe.Pointer) {
 	qs := e.query(uint64(bindings.ClientContextGetConnectionId(cc)))
 	bindings.DestroyClientContext(&cc)
 
-	db, name := bindVarchar(info, 0), bindVarchar(info, 1)
-	bd, err := e.bindTable(qs, db, name)
+	db, okDB := bindVarchar(info, 0)
+	name, okName := bindVarchar(info, 1)
+	var bd *bindData
+	var err error = badArgument(scanFunctionName + " takes two strings, the database and the table name, not NULL")
+	if okDB && okName {
+		bd, err = e.bindTable(qs, db, name)
+	}
 	if err != nil {
 		qs.setErr(err)
 		bindings.BindSetError(info, err.Error())
@@ -110,10 +115,23 @@ func lsTableBind(p unsafe.Pointer) {
 	bindings.BindSetBindData(info, newHandle(bd), deleteCallback)
 }
 
-func bindVarchar(info bindings.BindInfo, i int) string {
+// badArgument is a bad argument of lakestream_scan; it is ErrNotQuery for
+// errors.Is, so that callers map it as the client's mistake.
+type badArgument string
+
+func (e badArgument) Error() string        { return string(e) }
+func (e badArgument) Is(target error) bool { return target == ErrNotQuery }
+
+// bindVarchar reads parameter i; false if it is NULL. DuckDB's
+// GetVarchar of a NULL throws a C++ exception, which across cgo aborts
+// the process: lakestream_scan(NULL, NULL) written by a client must not.
+func bindVarchar(info bindings.BindInfo, i int) (string, bool) {
 	v := bindings.BindGetParameter(info, bindings.IdxT(i))
 	defer bindings.DestroyValue(&v)
-	return bindings.GetVarchar(v)
+	if bindings.IsNullValue(v) {
+		return "", false
+	}
+	return bindings.GetVarchar(v), true
 }
 
 func (e *Engine) bindTable(qs *queryState, db, name string) (*bindData, error) {
@@ -124,7 +142,7 @@ func (e *Engine) bindTable(qs *queryState, db, name string) (*bindData, error) {
 	}
 	t, err := e.res.Table(qs.ctx, db, name)
 	if err != nil {
-		return nil, fmt.Errorf("resolve table %s: %w", qualified(db, name), err)
+		return nil, err // the resolver's error names the table
 	}
 	s := t.Schema()
 	if s == nil || s.NumFields() == 0 {
@@ -307,11 +325,4 @@ func (st *scanState) check(rec arrow.RecordBatch) error {
 		}
 	}
 	return nil
-}
-
-func qualified(db, name string) string {
-	if db == "" {
-		return name
-	}
-	return db + "." + name
 }
