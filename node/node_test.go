@@ -38,7 +38,7 @@ func startNode(t *testing.T, dir string) (*Node, context.CancelFunc, chan error)
 
 // startNodeWith starts a node of cfg and serves it until the returned
 // cancel; done receives Serve's result.
-func startNodeWith(t *testing.T, cfg Config) (*Node, context.CancelFunc, chan error) {
+func startNodeWith(t testing.TB, cfg Config) (*Node, context.CancelFunc, chan error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	n, err := Start(ctx, cfg)
@@ -50,7 +50,7 @@ func startNodeWith(t *testing.T, cfg Config) (*Node, context.CancelFunc, chan er
 	return n, cancel, done
 }
 
-func client(t *testing.T, addr string) *flightsql.Client {
+func client(t testing.TB, addr string) *flightsql.Client {
 	t.Helper()
 	cl, err := flightsql.NewClient(addr, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
