@@ -333,7 +333,7 @@ func TestNodeTiersAndReportsLag(t *testing.T) {
 	}
 	html, _ := io.ReadAll(page.Body)
 	page.Body.Close()
-	if !strings.Contains(string(html), "<h2>Lake</h2>") || !strings.Contains(string(html), "<td>default.t</td><td>1</td>") {
+	if !strings.Contains(string(html), "<h2>Lake</h2>") || !strings.Contains(string(html), `{"table":"default.t","bucket":1,`) {
 		t.Errorf("the status page lacks the lake table:\n%s", html)
 	}
 	stop()
