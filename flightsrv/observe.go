@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -97,7 +98,7 @@ func (s *Server) observeStream(srv any, ss grpc.ServerStream, info *grpc.StreamS
 	ss.SetTrailer(metadata.Pairs(RequestIDKey, id))
 	obs := &observedStream{ServerStream: ss, s: s, ci: &callInfo{}}
 	err := h(srv, obs)
-	return s.finish(ss.Context(), info.FullMethod, id, obs.ci, start, err, obs.rows, obs.bytes)
+	return s.finish(ss.Context(), info.FullMethod, id, obs.ci, start, err, obs.rows.Load(), obs.bytes.Load())
 }
 
 // finish logs the call if it failed or was slow, tells the Observer, and
@@ -203,14 +204,13 @@ type observedStream struct {
 	grpc.ServerStream
 	s           *Server
 	ci          *callInfo
-	seen        bool
-	rows, bytes int64 // written by the handler's goroutine only (SendMsg)
+	seen        atomic.Bool
+	rows, bytes atomic.Int64 // read once the handler has returned
 }
 
 func (o *observedStream) RecvMsg(m any) error {
 	err := o.ServerStream.RecvMsg(m)
-	if err == nil && !o.seen {
-		o.seen = true
+	if err == nil && o.seen.CompareAndSwap(false, true) {
 		o.s.learn(o.Context(), o.ci, m)
 	}
 	return err
@@ -225,10 +225,10 @@ func (o *observedStream) SendMsg(m any) error {
 		fd = v
 	}
 	if fd != nil {
-		o.bytes += int64(len(fd.DataHeader) + len(fd.DataBody))
-		if len(fd.DataBody) > 0 || len(fd.DataHeader) > 0 {
+		o.bytes.Add(int64(len(fd.DataHeader) + len(fd.DataBody)))
+		if len(fd.DataHeader) > 0 {
 			if hdr, err := arrowmsg.ParseRecordBatch(fd.DataHeader); err == nil {
-				o.rows += hdr.Length
+				o.rows.Add(hdr.Length)
 			}
 		}
 	}

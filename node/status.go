@@ -184,22 +184,27 @@ func (n *Node) status(ctx context.Context) Status {
 		st.Totals.DiskBytes += t.DiskBytes
 		st.Totals.LakeBytes += t.LakeBytes
 	}
+	n.statusHealth(ctx, &st)
+	st.Memory = n.memory()
+	return st
+}
+
+// statusHealth fills in the lake's buckets and what start-up could not
+// open.
+func (n *Node) statusHealth(ctx context.Context, st *Status) {
+	labels := n.tableLabels(ctx)
 	if n.lake != nil {
-		labels := n.tableLabels(ctx)
 		for _, b := range n.lake.Status() {
 			st.Lake = append(st.Lake, StatusLakeBucket{Table: labels.of(b.TableID, b.Table), Bucket: b.Bucket, TieredOffset: b.TieredOffset,
 				LogEnd: b.LogEnd, LagRows: b.LagRows, LagSeconds: b.Lag.Seconds(), Rounds: b.Rounds, LastError: b.LastError})
 		}
 	}
-	labels := n.tableLabels(ctx)
 	for _, q := range n.store.Quarantined() {
 		st.Quarantined = append(st.Quarantined, StatusQuarantined{Table: labels.of(q.ID, q.Table), Part: string(q.Part), Reason: q.Err.Error()})
 	}
 	for _, o := range n.store.Orphans() {
 		st.Orphans = append(st.Orphans, o.Dir)
 	}
-	st.Memory = n.memory()
-	return st
 }
 
 // series turns consecutive samples into rates.
