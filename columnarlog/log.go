@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/lakestream/lakestream/internal/invariants"
 )
@@ -260,7 +261,12 @@ func (l *Log) syncData() (int64, error) {
 	defer seg.release()
 
 	if l.opts.Sync == SyncAlways {
-		if err := seg.f.Sync(); err != nil {
+		began := time.Now()
+		err := seg.f.Sync()
+		if l.opts.OnSync != nil {
+			l.opts.OnSync("segment", time.Since(began))
+		}
+		if err != nil {
 			err = fmt.Errorf("sync segment %s: %w", segmentName(seg.base, logSuffix), err)
 			l.mu.Lock()
 			l.mu.err = err // an fsync error is never retried: the page cache may have dropped the data

@@ -65,6 +65,12 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives recovery and retention events. Default: discard.
 	Logger *slog.Logger
+	// OnSync, when set, is told how long each fsync of the commit path
+	// took: "segment" for a bucket's data, "commit" for the table's commit
+	// record (the node's fsync latency histogram). It runs on the
+	// committing goroutine after the fsync, failed or not, and must be
+	// quick. Default: none.
+	OnSync func(file string, took time.Duration)
 }
 
 // EnsureDefaults fills unset fields with their defaults.

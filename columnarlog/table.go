@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/lakestream/lakestream/internal/invariants"
 	"github.com/lakestream/lakestream/internal/vfs"
@@ -488,7 +489,12 @@ func (t *TableLog) appendCommit(seq int64, ends []int64) error {
 	}
 	t.csize += int64(len(rec))
 	if t.opts.Sync == SyncAlways {
-		if err := t.cfile.Sync(); err != nil {
+		began := time.Now()
+		err := t.cfile.Sync()
+		if t.opts.OnSync != nil {
+			t.opts.OnSync("commit", time.Since(began))
+		}
+		if err != nil {
 			return fmt.Errorf("sync commit file: %w", err)
 		}
 	}

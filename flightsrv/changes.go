@@ -148,6 +148,8 @@ func (s *Server) streamChanges(ctx context.Context, tk *ticket, out flight.DataS
 		}()
 	}
 	defer drain(recs, cancel, &followers)
+	sub := s.subs.open(t, tk.Ranges)
+	defer s.subs.close(sub)
 	w := newRecordWriter(out, ipc.WithSchema(sent), ipc.WithAllocator(s.opts.Mem))
 	defer w.Close()
 	// An empty first message carries the schema at once, so a client's
@@ -161,6 +163,7 @@ func (s *Server) streamChanges(ctx context.Context, tk *ticket, out flight.DataS
 	for {
 		select {
 		case rec := <-recs:
+			sub.read.Add(rec.NumRows())
 			if err := s.sendChanges(w, sent, rec, filter); err != nil {
 				return err
 			}

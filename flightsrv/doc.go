@@ -14,8 +14,11 @@
 // anything is decoded. Every result stream runs under a node-wide memory
 // budget, in a window of its own, and is cut off when its client stops
 // reading (pipe.go, window.go, budget.go). errors.go is the one place that
-// maps errors to gRPC status codes. docs/flight.md documents tickets,
-// descriptors, headers and the memory of streams.
+// maps errors to gRPC status codes. observe.go is the interceptor around
+// every call: its request id (the lakestream-request-id trailer), its log
+// line when it fails or is slow, and the Observer the node counts calls
+// with. docs/flight.md documents tickets, descriptors, headers and the
+// memory of streams; docs/operations.md the log.
 //
 // flightsrv imports tables, planner (and its engine's error types),
 // columnarlog and catalog; only node imports it.

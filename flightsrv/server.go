@@ -60,6 +60,11 @@ type Options struct {
 	// has read nothing for this long while results wait, and a stream that
 	// has waited this long for room in StreamMemory. Default 5m.
 	StallTimeout time.Duration
+	// SlowQuery logs, at Warn, every call that takes this long or longer
+	// (subscriptions excepted); 0 or negative logs none. Default 0.
+	SlowQuery time.Duration
+	// Observer is told of every finished call (observe.go). Default: none.
+	Observer Observer
 	// Version is reported by GetSqlInfo.
 	Version string
 	Mem     memory.Allocator
@@ -128,6 +133,7 @@ type Server struct {
 		stalled, refused atomic.Int64
 		produced         atomic.Int64 // bytes of results produced and not yet written
 	}
+	subs     subscriptions
 	stopping chan struct{} // closed by Shutdown
 	stopOnce sync.Once
 }
@@ -195,8 +201,8 @@ func (s *Server) GRPCServer() *grpc.Server {
 		grpc.MaxSendMsgSize(s.opts.MaxMessageBytes),
 		grpc.ForceServerCodecV2(newCodec()),
 		grpc.StatsHandler(connTracker{}),
-		grpc.ChainUnaryInterceptor(s.recoverUnary),
-		grpc.ChainStreamInterceptor(s.recoverStream),
+		grpc.ChainUnaryInterceptor(s.observeUnary, s.recoverUnary),
+		grpc.ChainStreamInterceptor(s.observeStream, s.recoverStream),
 	)
 	flight.RegisterFlightServiceServer(g, &service{FlightServer: flightsql.NewFlightServerWithAllocator(s, s.opts.Mem), s: s})
 	return g

@@ -105,6 +105,10 @@ type Config struct {
 	// DataDir/tables. Default: the operating system's. Tests pass a
 	// vfs.MemFS to inject I/O errors.
 	LogFS vfs.FS
+	// SlowQuery logs, at Warn, every Flight call that takes at least this
+	// long (a query's DoGet until its last row; subscriptions excepted),
+	// with its SQL; negative logs none. Default 1s.
+	SlowQuery time.Duration
 	// Version is reported by the server.
 	Version string
 	Logger  *slog.Logger
@@ -175,6 +179,9 @@ func (c *Config) EnsureDefaults() {
 	}
 	if c.StallTimeout == 0 {
 		c.StallTimeout = 5 * time.Minute
+	}
+	if c.SlowQuery == 0 {
+		c.SlowQuery = time.Second
 	}
 	if c.Version == "" {
 		c.Version = "dev"

@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"html/template"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -25,7 +24,8 @@ import (
 func (n *Node) httpHandler() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&logCollector{n: n}, &lakeCollector{n: n}, &cacheCollector{n: n}, &healthCollector{n: n}, &streamCollector{n: n})
+		&logCollector{n: n}, &lakeCollector{n: n}, &cacheCollector{n: n}, &healthCollector{n: n}, &streamCollector{n: n}, &nodeCollector{n: n})
+	reg.MustRegister(n.mon.collectors()...)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorHandling: promhttp.ContinueOnError,
@@ -33,6 +33,7 @@ func (n *Node) httpHandler() http.Handler {
 	}))
 	mux.HandleFunc("/healthz", n.healthz)
 	mux.HandleFunc("/{$}", n.statusPage)
+	mux.HandleFunc("/status.json", n.statusJSON)
 	return mux
 }
 
@@ -345,38 +346,4 @@ func (n *Node) bucketRows(ctx context.Context) []bucketRow {
 		}
 	}
 	return rows
-}
-
-var statusTmpl = template.Must(template.New("status").Parse(`<!doctype html>
-<html><head><meta charset="utf-8"><title>Lakestream</title>
-<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#eee}td:first-child{text-align:left}</style>
-</head><body><h1>Lakestream {{.Version}}</h1>
-<p>Flight SQL on <code>{{.Addr}}</code>, data in <code>{{.DataDir}}</code>. <a href="/metrics">metrics</a></p>
-<table><tr><th>table</th><th>bucket</th><th>start offset</th><th>committed offset</th><th>bytes</th><th>segments</th></tr>
-{{range .Rows}}<tr><td>{{.Table}}</td><td>{{.Bucket}}</td><td>{{.Start}}</td><td>{{.Committed}}</td><td>{{.Bytes}}</td><td>{{.Segments}}</td></tr>
-{{else}}<tr><td colspan="6">no tables yet</td></tr>{{end}}</table>
-<h2>Lake</h2>
-<table><tr><th>table</th><th>bucket</th><th>tiered offset</th><th>log end</th><th>lag rows</th><th>lag</th><th>rounds</th><th>last error</th></tr>
-{{range .Lake}}<tr><td>{{.Table}}</td><td>{{.Bucket}}</td><td>{{.TieredOffset}}</td><td>{{.LogEnd}}</td><td>{{.LagRows}}</td><td>{{.Lag}}</td><td>{{.Rounds}}</td><td>{{.LastError}}</td></tr>
-{{else}}<tr><td colspan="8">no table tiers into the lake</td></tr>{{end}}</table>
-<h2>Quarantined tables</h2>
-<p>Tables the node could not open at start-up, or whose lake is lost: reads and writes of them are refused. Repair the cause and restart, or drop the table.</p>
-<table><tr><th>table</th><th>part</th><th>reason</th></tr>
-{{range .Quarantined}}<tr><td>{{.Table}}</td><td>{{.Part}}</td><td style="text-align:left">{{.Err}}</td></tr>
-{{else}}<tr><td colspan="3">none</td></tr>{{end}}</table>
-<h2>Data directories without a table</h2>
-<p>Kept, never deleted: they cannot be proven garbage (a lost catalog looks the same). See docs/architecture.md, Start-up.</p>
-<table><tr><th>directory</th></tr>
-{{range .Orphans}}<tr><td>{{.Dir}}</td></tr>
-{{else}}<tr><td>none</td></tr>{{end}}</table></body></html>`))
-
-func (n *Node) statusPage(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	err := statusTmpl.Execute(w, map[string]any{
-		"Version": n.cfg.Version, "Addr": n.Addr(), "DataDir": n.cfg.DataDir, "Rows": n.bucketRows(r.Context()),
-		"Lake": n.lake.Status(), "Quarantined": n.store.Quarantined(), "Orphans": n.store.Orphans(),
-	})
-	if err != nil {
-		n.cfg.Logger.Warn("status page", "error", err)
-	}
 }

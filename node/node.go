@@ -32,6 +32,7 @@ type Node struct {
 	engine  engine
 	flightL net.Listener
 	httpL   net.Listener
+	mon     *monitor // request, ingest and scan counts (monitor.go)
 }
 
 // Addr is the Flight SQL listen address (useful with port 0).
@@ -79,7 +80,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	n := &Node{cfg: cfg}
+	n := &Node{cfg: cfg, mon: newMonitor()}
 	if err := n.open(ctx); err != nil {
 		n.close()
 		return nil, err
@@ -92,19 +93,22 @@ func (n *Node) open(ctx context.Context) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
+	began := time.Now()
 	cat, err := catalog.Open(ctx, cfg.metaPath(), catalog.Config{DefaultBucketNum: cfg.DefaultBuckets})
 	if err != nil {
 		return err
 	}
 	n.cat = cat
+	cfg.Logger.Info("catalog opened", "path", cfg.metaPath(), "elapsed", time.Since(began).Round(time.Millisecond))
 	sync, _ := columnarlog.ParseSyncPolicy(cfg.Sync)
 	start := time.Now()
 	cacheBytes, _ := cfg.cacheBytes()
 	store, err := tables.Open(ctx, cat, tables.Config{
 		CacheBytes: cacheBytes,
 		Dir:        filepath.Join(cfg.DataDir, "tables"),
-		Log:        columnarlog.Options{FS: cfg.LogFS, Sync: sync, Logger: cfg.Logger},
+		Log:        columnarlog.Options{FS: cfg.LogFS, Sync: sync, Logger: cfg.Logger, OnSync: n.mon.synced},
 		Logger:     cfg.Logger,
+		OnWrite:    n.mon.wrote,
 	})
 	if err != nil {
 		return err
@@ -123,11 +127,15 @@ func (n *Node) open(ctx context.Context) error {
 	if n.ice, err = tiering.OpenCatalog(ctx, cfg.storage()); err != nil {
 		return fmt.Errorf("lake catalog: %w", err)
 	}
-	if n.lake, err = tiering.New(ctx, n.ice, store, cfg.tieringConfig(reloc)); err != nil {
+	began = time.Now()
+	tc := cfg.tieringConfig(reloc)
+	tc.OnRound = n.mon.round
+	if n.lake, err = tiering.New(ctx, n.ice, store, tc); err != nil {
 		return err
 	}
+	cfg.Logger.Info("lake opened", "catalog", cfg.Catalog, "elapsed", time.Since(began).Round(time.Millisecond))
 	n.reportStart()
-	if n.engine, err = newEngine(Resolver(store, n.lake), cfg); err != nil {
+	if n.engine, err = newEngine(countingResolver{Resolver(store, n.lake), n.mon}, cfg); err != nil {
 		return err
 	}
 	streamMemory, _ := cfg.streamMemory()
@@ -139,6 +147,8 @@ func (n *Node) open(ctx context.Context) error {
 		StreamMemory: streamMemory,
 		StreamWindow: streamWindow,
 		StallTimeout: cfg.StallTimeout,
+		SlowQuery:    cfg.SlowQuery,
+		Observer:     n.mon,
 		Version:      cfg.Version,
 		Logger:       cfg.Logger,
 	})
@@ -198,6 +208,7 @@ func (n *Node) Serve(ctx context.Context) error {
 	}
 	bg, stopBG := context.WithCancel(context.Background())
 	go n.flight.Expire(bg)
+	go n.mon.run(bg)
 	go n.store.RunRetention(bg, n.cfg.RetentionCheck)
 	go n.store.RunRepair(bg, n.cfg.RetentionCheck)
 	lakeDone := make(chan struct{})

@@ -38,7 +38,7 @@ func startNode(t *testing.T, dir string) (*Node, context.CancelFunc, chan error)
 
 // startNodeWith starts a node of cfg and serves it until the returned
 // cancel; done receives Serve's result.
-func startNodeWith(t *testing.T, cfg Config) (*Node, context.CancelFunc, chan error) {
+func startNodeWith(t testing.TB, cfg Config) (*Node, context.CancelFunc, chan error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	n, err := Start(ctx, cfg)
@@ -50,7 +50,7 @@ func startNodeWith(t *testing.T, cfg Config) (*Node, context.CancelFunc, chan er
 	return n, cancel, done
 }
 
-func client(t *testing.T, addr string) *flightsql.Client {
+func client(t testing.TB, addr string) *flightsql.Client {
 	t.Helper()
 	cl, err := flightsql.NewClient(addr, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -333,7 +333,7 @@ func TestNodeTiersAndReportsLag(t *testing.T) {
 	}
 	html, _ := io.ReadAll(page.Body)
 	page.Body.Close()
-	if !strings.Contains(string(html), "<h2>Lake</h2>") || !strings.Contains(string(html), "<td>default.t</td><td>1</td>") {
+	if !strings.Contains(string(html), "<h2>Lake</h2>") || !strings.Contains(string(html), `{"table":"default.t","bucket":1,`) {
 		t.Errorf("the status page lacks the lake table:\n%s", html)
 	}
 	stop()

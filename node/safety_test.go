@@ -23,7 +23,7 @@ import (
 
 // rawCatalog changes the stopped node's catalog.db directly, as a catalog
 // written by an older release (before the name rules) could hold it.
-func rawCatalog(t *testing.T, dir string, stmts ...string) {
+func rawCatalog(t testing.TB, dir string, stmts ...string) {
 	t.Helper()
 	db, err := sql.Open("sqlite", filepath.Join(dir, "catalog.db"))
 	if err != nil {
@@ -37,7 +37,7 @@ func rawCatalog(t *testing.T, dir string, stmts ...string) {
 	}
 }
 
-func mustExec(t *testing.T, cl *flightsql.Client, sqls ...string) {
+func mustExec(t testing.TB, cl *flightsql.Client, sqls ...string) {
 	t.Helper()
 	for _, s := range sqls {
 		if _, err := cl.ExecuteUpdate(context.Background(), s); err != nil {

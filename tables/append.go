@@ -110,5 +110,15 @@ func (t *Table) append(def *catalog.Table, parts [][]columnarlog.Batch) error {
 	if _, err := t.log.Append(parts); err != nil {
 		return fmt.Errorf("write to %s: %w", def.FullName(), err)
 	}
+	if on := t.store.cfg.OnWrite; on != nil {
+		var rows, bytes int64
+		for _, p := range parts {
+			for _, b := range p {
+				rows += int64(b.RecordCount())
+				bytes += int64(b.Size())
+			}
+		}
+		on(def.FullName(), rows, bytes)
+	}
 	return nil
 }

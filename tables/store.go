@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -33,6 +34,11 @@ type Config struct {
 	// disables the cache.
 	CacheBytes int64
 	Logger     *slog.Logger
+	// OnWrite, when set, is told of every write stored: the table
+	// ("db.table"), its rows and the bytes of its encoded batches (the
+	// node's ingest counters). It runs on the writer's goroutine after the
+	// write is durable and must be quick. Default: none.
+	OnWrite func(table string, rows, bytes int64)
 }
 
 // Store holds the open tables of a node. It is safe for concurrent use.
@@ -144,12 +150,15 @@ func Open(ctx context.Context, cat *catalog.Catalog, cfg Config) (*Store, error)
 		s.quarantineLocked(b.ID, b.FullName(), PartDefinition, b.Err)
 	}
 	for _, def := range defs {
+		began := time.Now()
 		t, err := s.openLog(def, false)
 		if err != nil {
 			s.quarantineLocked(def.ID, def.FullName(), PartLog, err)
 			continue
 		}
 		s.open[def.ID] = t
+		s.cfg.Logger.Info("table opened", "table", def.FullName(), "buckets", def.Options.BucketNum,
+			"columns", len(def.Columns), "elapsed", time.Since(began).Round(time.Microsecond))
 	}
 	return s, nil
 }

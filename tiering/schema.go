@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"unicode"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -211,6 +212,22 @@ func findColumn(sch *iceberg.Schema, name string) (iceberg.NestedField, bool) {
 	return found, ok
 }
 
+// foldKey maps name to a key that two names share exactly when
+// strings.EqualFold holds between them: each rune becomes the smallest
+// rune of its simple case-folding orbit.
+func foldKey(name string) string {
+	var b strings.Builder
+	b.Grow(len(name))
+	for _, r := range name {
+		low := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			low = min(low, f)
+		}
+		b.WriteRune(low)
+	}
+	return b.String()
+}
+
 // freePartitionName returns name, or name with "_" appended until no column
 // of sch has it: Iceberg refuses a partition field named like a column other
 // than its source.
@@ -233,9 +250,16 @@ func freePartitionName(sch *iceberg.Schema, name string) string {
 // The update is applied to tx (UpdateSchema.Commit stages it there); the
 // caller commits tx, possibly with an append of rows in the new schema.
 func evolveSchema(tx *table.Transaction, cur *iceberg.Schema, def *catalog.Table) (bool, error) {
+	// One copy of cur's fields for all of def's columns: Schema.Fields
+	// copies the whole schema on each call, so a findColumn per column was
+	// quadratic in the width (docs/benchmarks.md, "Start-up").
+	have := make(map[string]bool, cur.NumFields())
+	for _, f := range cur.Fields() {
+		have[foldKey(f.Name)] = true
+	}
 	var missing []catalog.Column
 	for _, c := range def.Columns {
-		if _, ok := findColumn(cur, c.Name); ok {
+		if have[foldKey(c.Name)] {
 			continue
 		}
 		if c.NotNull {

@@ -33,6 +33,10 @@ type Config struct {
 	// Mem allocates decoded records. Default: Go's allocator.
 	Mem    memory.Allocator
 	Logger *slog.Logger
+	// OnRound, when set, is told of every successful round with rows to
+	// commit (the node's round-size histogram). It runs on the round's
+	// goroutine and must be quick. Default: none.
+	OnRound func(table string, res RoundResult)
 
 	// faults, for tests only, stop a round at a point as a crash would.
 	faults faults

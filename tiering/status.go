@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/lakestream/lakestream/columnarlog"
 	"github.com/lakestream/lakestream/internal/scan"
@@ -38,6 +40,10 @@ type BucketStatus struct {
 	LastCommit time.Duration
 	// LastError is the table's last round error, "" after a success.
 	LastError string
+	// LakeBytes and LakeRows are the size of the table's current lake
+	// snapshot (its summary's total-files-size and total-records; 0
+	// before the first round), the same for every bucket of the table.
+	LakeBytes, LakeRows int64
 }
 
 // Status returns every tiered bucket's state, ordered by table and bucket.
@@ -61,8 +67,9 @@ func (s *Service) Status() []BucketStatus {
 		if p := lt.lastErr.Load(); p != nil {
 			errMsg = *p
 		}
+		lakeBytes, lakeRows := snapshotSize(st.tbl)
 		for b, end := range ends {
-			bs := BucketStatus{
+			bs := BucketStatus{LakeBytes: lakeBytes, LakeRows: lakeRows,
 				Table: lt.t.Name(), TableID: lt.t.Def().ID, Bucket: b, TieredOffset: st.offsets[b], LogEnd: end,
 				LagRows: max(0, end-st.offsets[b]), LastRound: last, Rounds: lt.rounds.Load(),
 				RowsTiered: lt.rowsTiered.Load(), LastCommit: time.Duration(lt.lastCommitNs.Load()), LastError: errMsg,
@@ -82,6 +89,20 @@ func (s *Service) Status() []BucketStatus {
 		return out[i].Bucket < out[j].Bucket
 	})
 	return out
+}
+
+// snapshotSize reads the size of tbl's current snapshot from its summary.
+func snapshotSize(tbl *table.Table) (bytes, rows int64) {
+	if tbl == nil {
+		return 0, 0
+	}
+	snap := tbl.CurrentSnapshot()
+	if snap == nil || snap.Summary == nil {
+		return 0, 0
+	}
+	bytes, _ = strconv.ParseInt(snap.Summary.Properties["total-files-size"], 10, 64)
+	rows, _ = strconv.ParseInt(snap.Summary.Properties["total-records"], 10, 64)
+	return bytes, rows
 }
 
 // firstCommitTime is the commit time of the batch holding offset from.

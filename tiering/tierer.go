@@ -53,6 +53,9 @@ func (s *Service) Round(ctx context.Context, tableID int64) (RoundResult, error)
 	lt.rounds.Add(1)
 	lt.rowsTiered.Add(res.Rows)
 	lt.lastRound.Store(time.Now().UnixNano())
+	if s.cfg.OnRound != nil && res.Rows > 0 {
+		s.cfg.OnRound(lt.t.Name(), res)
+	}
 	return res, nil
 }
 

@@ -2,6 +2,7 @@
 //
 //	lakestream serve [flags]        run a node (see lakestream serve -h)
 //	lakestream sql [--addr A] SQL   run one statement and print the result
+//	lakestream status [--http A]    print a node's status (its status page, for terminals)
 //	lakestream bench [flags]        run the benchmark suite (see lakestream bench -h)
 //	lakestream version              print versions
 package main
@@ -35,6 +36,8 @@ func main() {
 		err = serve(ctx, os.Args[2:])
 	case "sql":
 		err = runSQL(ctx, os.Args[2:], os.Stdout)
+	case "status":
+		err = runStatus(ctx, os.Args[2:], os.Stdout)
 	case "bench":
 		err = runBench(ctx, os.Args[2:], os.Stdout, os.Stderr)
 	case "version":
@@ -59,6 +62,7 @@ func usage() {
 	fmt.Fprint(os.Stderr, `usage:
   lakestream serve [flags]          run a node (lakestream serve -h for flags)
   lakestream sql [--addr A] "SQL"   run one statement, print the result
+  lakestream status [--http A]      print a node's status: tables, rates, errors
   lakestream bench [flags]          run the benchmark suite (lakestream bench -h for flags)
   lakestream version                print versions
 `)

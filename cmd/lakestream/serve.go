@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -23,12 +24,37 @@ func serve(ctx context.Context, args []string) error {
 		return err
 	}
 	cfg.Version = version
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	return node.Run(ctx, cfg)
+	if cfg.Logger, err = newLogger(os.Stderr, cfg.LogFormat, cfg.LogLevel); err != nil {
+		return err
+	}
+	return node.Run(ctx, cfg.Config)
 }
 
-func loadConfig(args []string, env func(string) (string, bool)) (node.Config, error) {
-	var cfg node.Config
+// serveConfig is a node's configuration and the server log's.
+type serveConfig struct {
+	node.Config
+	LogFormat, LogLevel string
+}
+
+// newLogger is the server log: text (slog's key=value lines) or JSON (one
+// object a line), at level and above.
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("log level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("log format %q: want text or json", format)
+}
+
+func loadConfig(args []string, env func(string) (string, bool)) (serveConfig, error) {
+	var cfg serveConfig
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	configFile := fs.String("config", "", "YAML config file; its keys are the flag names")
 	fs.StringVar(&cfg.DataDir, "data-dir", "./lakestream-data", "data directory")
@@ -50,12 +76,16 @@ func loadConfig(args []string, env func(string) (string, bool)) (node.Config, er
 	fs.StringVar(&cfg.StreamMemory, "stream-memory", "20%", "memory budget of all result streams (scans, queries, subscriptions): a size or a percentage of memory")
 	fs.StringVar(&cfg.StreamWindow, "stream-window", "4MiB", "results one stream may produce ahead of its client before it waits")
 	fs.DurationVar(&cfg.StallTimeout, "stall-timeout", 5*time.Minute, "cut off a stream whose client reads nothing for this long, or that waits this long for stream memory")
+	fs.StringVar(&cfg.LogFormat, "log-format", "text", "server log format: text (key=value) or json (one object a line)")
+	fs.StringVar(&cfg.LogLevel, "log-level", "info", "server log level: debug (every request), info, warn (failed and slow requests) or error")
+	fs.DurationVar(&cfg.SlowQuery, "slow-query", time.Second, "log every request that takes at least this long, with its SQL (0 disables)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
 	}
+
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if *configFile != "" {
@@ -75,6 +105,12 @@ func loadConfig(args []string, env func(string) (string, bool)) (node.Config, er
 			}
 		}
 	})
+	if cfg.SlowQuery == 0 {
+		cfg.SlowQuery = -1 // node.Config's "none"; its 0 is the default
+	}
+	if err == nil {
+		_, err = newLogger(io.Discard, cfg.LogFormat, cfg.LogLevel)
+	}
 	return cfg, err
 }
 
