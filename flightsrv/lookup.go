@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/big"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -256,8 +257,13 @@ func keyValue(kv planner.KeyValue, args []any, f arrow.Field) (any, bool, error)
 			return []byte(v), true, nil
 		}
 	case f.Type.ID() == arrow.BOOL:
-		if v, ok := a.(bool); ok {
+		switch v := a.(type) {
+		case bool:
 			return v, true, nil
+		case string:
+			if b, ok := planner.ParseBool(v); ok {
+				return b, true, nil
+			}
 		}
 	case f.Type.ID() == arrow.DATE32:
 		if v, ok := a.(time.Time); ok {
@@ -272,8 +278,12 @@ func keyValue(kv planner.KeyValue, args []any, f arrow.Field) (any, bool, error)
 	return bad()
 }
 
+// goInt reads an integer parameter: a Go integer, or its decimal text
+// (paramRows renders integer scalars as text).
 func goInt(a any) (*big.Int, bool) {
 	switch v := a.(type) {
+	case string:
+		return new(big.Int).SetString(strings.TrimSpace(v), 10)
 	case int8:
 		return big.NewInt(int64(v)), true
 	case int16:
@@ -419,7 +429,11 @@ func (s *Server) streamLookup(ctx context.Context, tk *ticket, out flight.DataSt
 		return err
 	}
 	defer keys.Release()
-	rec, err := pkOf(lp.t).Lookup(ctx, keys, lp.cols)
+	pk, err := pkOf(lp.t)
+	if err != nil {
+		return err
+	}
+	rec, err := pk.Lookup(ctx, keys, lp.cols)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 
-	"github.com/lakestream/lakestream/catalog"
 	"github.com/lakestream/lakestream/planner"
 	"github.com/lakestream/lakestream/tables"
 )
@@ -30,7 +29,11 @@ func (s *Server) execDelete(ctx context.Context, d *planner.Delete, argRows [][]
 	if err != nil {
 		return 0, err
 	}
-	return s.applyEach(ctx, query, argRows, func(rec arrow.RecordBatch) (int64, error) { return pkOf(t).Delete(ctx, rec) })
+	pk, err := pkOf(t)
+	if err != nil {
+		return 0, err
+	}
+	return s.applyEach(ctx, query, argRows, func(rec arrow.RecordBatch) (int64, error) { return pk.Delete(ctx, rec) })
 }
 
 // execUpdateRows runs an UPDATE once per argument row and returns how many
@@ -40,7 +43,11 @@ func (s *Server) execUpdateRows(ctx context.Context, u *planner.Update, argRows 
 	if err != nil {
 		return 0, err
 	}
-	return s.applyEach(ctx, query, argRows, func(rec arrow.RecordBatch) (int64, error) { return pkOf(t).Overwrite(ctx, rec) })
+	pk, err := pkOf(t)
+	if err != nil {
+		return 0, err
+	}
+	return s.applyEach(ctx, query, argRows, func(rec arrow.RecordBatch) (int64, error) { return pk.Overwrite(ctx, rec) })
 }
 
 // dmlSource finds the table of a DELETE or UPDATE and its source query.
@@ -171,7 +178,12 @@ type pkTable interface {
 	Lookup(ctx context.Context, keys arrow.RecordBatch, cols []int) (arrow.RecordBatch, error)
 }
 
-func pkOf(t *tables.Table) pkTable { return any(t).(pkTable) }
+func pkOf(t *tables.Table) (pkTable, error) {
+	if pk, ok := any(t).(pkTable); ok {
+		return pk, nil
+	}
+	return nil, fmt.Errorf("%w: primary-key writes and lookups of %s", errUnsupported, t.Name())
+}
 
 // stateScanInfo plans a plain scan of a primary-key table (SQL or a PATH
 // descriptor). Its log holds the changelog, not the rows, so the stored
@@ -187,9 +199,9 @@ func (s *Server) stateScanInfo(r *plainScan, desc *flight.FlightDescriptor) (*fl
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(catalog.QuoteIdent(r.def.Columns[c].Name))
+		b.WriteString(planner.QuoteName(r.def.Columns[c].Name))
 	}
-	fmt.Fprintf(&b, " FROM %s.%s", catalog.QuoteIdent(r.def.DB), catalog.QuoteIdent(r.def.Name))
+	fmt.Fprintf(&b, " FROM %s.%s", planner.QuoteName(r.def.DB), planner.QuoteName(r.def.Name))
 	raw, err := (&ticket{Kind: "query", SQL: b.String()}).encode()
 	if err != nil {
 		return nil, err

@@ -171,14 +171,18 @@ func (s *cursor) expression() (expr string, more bool) {
 	}
 }
 
+// QuoteName quotes a name for the engine, always: a name that needs no
+// quotes in the catalog's DDL may be a keyword to DuckDB ("default").
+func QuoteName(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
+
 // tableRef is the FROM item of a DML source query.
 func tableRef(db, table, alias string) string {
-	ref := catalog.QuoteIdent(table)
+	ref := QuoteName(table)
 	if db != "" {
-		ref = catalog.QuoteIdent(db) + "." + ref
+		ref = QuoteName(db) + "." + ref
 	}
 	if alias != "" {
-		ref += " AS " + catalog.QuoteIdent(alias)
+		ref += " AS " + QuoteName(alias)
 	}
 	return ref
 }
@@ -195,7 +199,7 @@ func (d *Delete) KeyQuery(def *catalog.Table) (string, error) {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(catalog.QuoteIdent(k))
+		b.WriteString(QuoteName(k))
 	}
 	b.WriteString(" FROM ")
 	b.WriteString(tableRef(d.DB, d.Table, d.Alias))
@@ -231,7 +235,7 @@ func (u *Update) RowQuery(def *catalog.Table) (string, error) {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "CAST((%s) AS %s) AS %s", a.Expr, catalog.TypeString(col.Type), catalog.QuoteIdent(col.Name))
+		fmt.Fprintf(&b, "CAST((%s) AS %s) AS %s", a.Expr, catalog.TypeString(col.Type), QuoteName(col.Name))
 	}
 	b.WriteString(") FROM ")
 	b.WriteString(tableRef(u.DB, u.Table, u.Alias))

@@ -84,12 +84,12 @@ func TestDMLQueries(t *testing.T) {
 	def := defOf(t, "CREATE TABLE db.t (id BIGINT, region VARCHAR, v DOUBLE, n INT, PRIMARY KEY (region, id))")
 	st, _ := Classify("DELETE FROM db.t WHERE v > 1")
 	q, err := st.Delete.KeyQuery(def)
-	if want := `SELECT region, id FROM db.t WHERE v > 1`; err != nil || q != want {
+	if want := `SELECT "region", "id" FROM "db"."t" WHERE v > 1`; err != nil || q != want {
 		t.Errorf("delete: %q %v, want %q", q, err, want)
 	}
 	st, _ = Classify("UPDATE db.t x SET V = v * 2, n = NULL WHERE x.id = ?")
 	q, err = st.Update.RowQuery(def)
-	if want := `SELECT * REPLACE (CAST((v * 2) AS DOUBLE) AS v, CAST((NULL) AS INTEGER) AS n) FROM db.t AS x WHERE x.id = ?`; err != nil || q != want {
+	if want := `SELECT * REPLACE (CAST((v * 2) AS DOUBLE) AS "v", CAST((NULL) AS INTEGER) AS "n") FROM "db"."t" AS "x" WHERE x.id = ?`; err != nil || q != want {
 		t.Errorf("update: %q %v, want %q", q, err, want)
 	}
 	for sql, words := range map[string]string{
