@@ -231,6 +231,11 @@ func TestPKDMLErrors(t *testing.T) {
 	ts.mustUpdate("INSERT INTO kv VALUES (1, 'eu', 1.0, 1)")
 	_, err = ts.update("UPDATE kv SET v = 'not a number'")
 	expectCode(t, err, codes.InvalidArgument, "not a number")
+	ts.mustExec("CREATE TABLE nn (id BIGINT, v BIGINT NOT NULL, PRIMARY KEY (id))")
+	ts.mustUpdate("INSERT INTO nn VALUES (1, 1)")
+	_, err = ts.update("UPDATE nn SET v = NULL WHERE id = 1")
+	expectCode(t, err, codes.InvalidArgument, "v")
+	sameRows(t, "nn after a refused UPDATE", ts.rows("SELECT * FROM nn"), []string{"1|1"})
 }
 
 // A query by the whole key is answered by a lookup (ticket kind "lookup"),
