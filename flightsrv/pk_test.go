@@ -325,13 +325,26 @@ func TestPKPlainScan(t *testing.T) {
 	ts.mustIngest("kv", "append", kvRows(t, ts.mem, ints(0, 5), 2))
 	ts.mustUpdate("DELETE FROM kv WHERE id = 0")
 	want := []string{"1|us|2|1", "2|eu|2|2", "3|us|2|3", "4|eu|2|4"}
-	sameRows(t, "SELECT *", ts.rows("SELECT * FROM kv"), want)
+	info := ts.mustExec("SELECT * FROM kv")
+	for _, ep := range info.GetEndpoint() {
+		if raw := ep.GetTicket().GetTicket(); !bytes.Contains(raw, []byte(`"kind":"scan"`)) {
+			t.Errorf("a plain scan of a PK table has ticket %q, want a scan", raw)
+		}
+	}
+	if n := info.GetTotalRecords(); n != -1 {
+		t.Errorf("a plain scan of a PK table announces %d rows, want -1 (the state is read at DoGet)", n)
+	}
+	sameRows(t, "SELECT *", ts.fetch(info), want)
 	info, err := ts.cl.Client.GetFlightInfo(testCtx(t), &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{"kv"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sameRows(t, "PATH descriptor", ts.fetch(info), want)
-	sameRows(t, "columns", ts.rows("SELECT n, id FROM kv"), []string{"1|1", "2|2", "3|3", "4|4"})
+	// A ticket planned before a write reads the state at DoGet.
+	info = ts.mustExec("SELECT id FROM kv")
+	ts.mustUpdate("DELETE FROM kv WHERE id = 4")
+	sameRows(t, "a ticket planned before a DELETE", ts.fetch(info), []string{"1", "2", "3"})
+	sameRows(t, "columns", ts.rows("SELECT n, id FROM kv"), []string{"1|1", "2|2", "3|3"})
 }
 
 // The changelog view shows what the writes produced.
