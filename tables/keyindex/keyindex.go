@@ -32,6 +32,10 @@ const (
 	MaxBuckets = 1<<16 - 1
 )
 
+// MemTableBytes is the size of one memtable of an index; an index holds
+// at most 4 (one being written, the others being flushed).
+const MemTableBytes = 32 << 20
+
 // ErrClosed is returned by an index used after Close.
 var ErrClosed = errors.New("key index is closed")
 
@@ -79,7 +83,17 @@ func Open(dir string, buckets int, o Options) (*Index, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	opts := &pebble.Options{FS: o.FS, Cache: o.Cache, FormatMajorVersion: pebble.FormatNewest, Logger: logger{o.Logger}}
+	opts := &pebble.Options{
+		FS: o.FS, Cache: o.Cache, FormatMajorVersion: pebble.FormatNewest, Logger: logger{o.Logger},
+		// A 64Ki-row write is a few MiB of index entries: with pebble's
+		// 4 MiB default every write would flush a memtable and start a
+		// compaction. The memory this bounds (per table) is in
+		// docs/architecture.md.
+		MemTableSize:                MemTableBytes,
+		MemTableStopWritesThreshold: 4,
+		L0StopWritesThreshold:       24,
+		CompactionConcurrencyRange:  func() (int, int) { return 1, 2 },
+	}
 	if opts.FS == nil {
 		opts.FS = vfs.Default
 	}
