@@ -74,6 +74,27 @@ func TestPKIndexRebuiltFromLog(t *testing.T) {
 	m = before
 	write([]mWrite{row(2, 20), row(5, 5)})
 	checkPKModel(t, h, m, 6, "written after the rebuild")
+
+	// A damaged index is rebuilt too; the table is not quarantined.
+	h.close()
+	names, err := h.kvFS.List("/data/tables/1/kv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, "MANIFEST") {
+			f, err := h.kvFS.Create("/data/tables/1/kv/"+n, pebblevfs.WriteCategoryUnspecified)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.Write([]byte("damaged")); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+		}
+	}
+	h.open()
+	checkPKModel(t, h, m, 6, "index damaged")
 }
 
 // Retention deletes the segments that hold no live record, never one that

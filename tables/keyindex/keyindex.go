@@ -36,6 +36,10 @@ const (
 // at most 4 (one being written, the others being flushed).
 const MemTableBytes = 32 << 20
 
+// ErrCorrupt marks an index that does not open because its files are
+// damaged (or of another format version); it can be deleted and rebuilt.
+var ErrCorrupt = errors.New("key index is damaged")
+
 // ErrClosed is returned by an index used after Close.
 var ErrClosed = errors.New("key index is closed")
 
@@ -108,6 +112,9 @@ func Open(dir string, buckets int, o Options) (*Index, error) {
 		defer opts.Cache.Unref() // the DB holds its own reference
 	}
 	db, err := pebble.Open(dir, opts)
+	if pebble.IsCorruptionError(err) {
+		return nil, fmt.Errorf("open key index %s: %w: %w", dir, ErrCorrupt, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open key index %s: %w", dir, err)
 	}
@@ -130,7 +137,7 @@ func (x *Index) checkVersion() error {
 	}
 	defer closer.Close()
 	if len(v) != 4 || binary.LittleEndian.Uint32(v) != formatVersion {
-		return fmt.Errorf("format version %x, this build reads %d", v, formatVersion)
+		return fmt.Errorf("%w: format version %x, this build reads %d", ErrCorrupt, v, formatVersion)
 	}
 	return nil
 }

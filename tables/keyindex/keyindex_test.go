@@ -3,6 +3,7 @@ package keyindex
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -111,5 +112,36 @@ func TestKeyLayout(t *testing.T) {
 	}
 	if got := fmt.Sprintf("% x", bucketPrefix(prefixCovered, 258)); got != "63 01 02" {
 		t.Errorf("covered key %s", got)
+	}
+}
+
+// A damaged index is ErrCorrupt, so that its owner rebuilds it.
+func TestOpenDamaged(t *testing.T) {
+	fs := vfs.NewMem()
+	x, err := Open("/kv", 1, Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	names, err := fs.List("/kv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, "MANIFEST") {
+			f, err := fs.Create("/kv/"+n, vfs.WriteCategoryUnspecified)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.Write([]byte("not a manifest, not at all")); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+		}
+	}
+	if _, err := Open("/kv", 1, Options{FS: fs}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("open of a damaged index: %v, want ErrCorrupt", err)
 	}
 }
