@@ -102,6 +102,8 @@ func BenchmarkPKUpsert(b *testing.B) {
 		rec.Release()
 	}
 	b.ReportMetric(float64(b.N*benchBatch)/b.Elapsed().Seconds(), "rows/s")
+	st := tbl.KeyIndexStats()
+	b.ReportMetric(float64(st.DiskBytes)/float64(st.LiveKeys)*1e6/(1<<20), "index-MiB/Mkeys")
 }
 
 func BenchmarkPKLookupBatch(b *testing.B) {

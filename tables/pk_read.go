@@ -177,3 +177,17 @@ func (p *pkTable) lookupBucket(b int, refs []rowRef, rows [][]byte) error {
 		return nil
 	})
 }
+
+// KeyIndexStats describe a primary-key table's key index.
+type KeyIndexStats struct {
+	LiveKeys  int64 // keys with a row
+	DiskBytes int64 // of the index's files
+}
+
+// KeyIndexStats returns the key index's figures; zero for a log table.
+func (t *Table) KeyIndexStats() KeyIndexStats {
+	if t.pk == nil {
+		return KeyIndexStats{}
+	}
+	return KeyIndexStats{LiveKeys: t.pk.state.Load().Live(), DiskBytes: t.pk.idx.DiskBytes()}
+}

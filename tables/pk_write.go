@@ -182,8 +182,11 @@ func (p *pkTable) prepare(lay *pkLayout, b int, refs []rowRef, inputs []pkInput)
 	}
 	olds := make([]keyindex.Entry, len(keys))
 	found := make([]bool, len(keys))
+	var rowArena []byte
 	err := p.idx.Get(b, keys, func(i int, e keyindex.Entry) error {
-		olds[i] = keyindex.Entry{Offset: e.Offset, Row: bytes.Clone(e.Row)}
+		start := len(rowArena)
+		rowArena = append(rowArena, e.Row...)
+		olds[i] = keyindex.Entry{Offset: e.Offset, Row: rowArena[start:len(rowArena):len(rowArena)]}
 		found[i] = true
 		return nil
 	})
@@ -194,6 +197,15 @@ func (p *pkTable) prepare(lay *pkLayout, b int, refs []rowRef, inputs []pkInput)
 	defer out.release()
 	c := &bucketChanges{}
 	var buf []byte
+	ncols := lay.codec.NumColumns()
+	// The values of every row, and the old rows, in one allocation each:
+	// a row's values stay referenced until its change is encoded.
+	valArena := make([]rowenc.Value, (len(refs)+len(keys))*ncols)
+	next := func() []rowenc.Value {
+		v := valArena[:ncols:ncols]
+		valArena = valArena[ncols:]
+		return v
+	}
 	k := 0
 	for i := 0; i < len(refs); k++ {
 		j := i + 1
@@ -202,14 +214,14 @@ func (p *pkTable) prepare(lay *pkLayout, b int, refs []rowRef, inputs []pkInput)
 		}
 		var old []rowenc.Value
 		if found[k] {
-			if old, err = lay.codec.DecodeRow(olds[k].Row, nil); err != nil {
+			if old, err = lay.codec.DecodeRow(olds[k].Row, next()[:0]); err != nil {
 				return nil, fmt.Errorf("key index row: %w", err)
 			}
 		}
 		cur, changed := old, false
 		for _, r := range refs[i:j] {
 			in := inputs[r.in]
-			vals := make([]rowenc.Value, lay.codec.NumColumns())
+			vals := next()
 			buf = lay.codec.Values(in.rec.Columns(), int(r.row), buf, vals)
 			switch in.op {
 			case opDelete:

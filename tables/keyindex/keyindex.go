@@ -32,6 +32,14 @@ const (
 	MaxBuckets = 1<<16 - 1
 )
 
+// MemTableBytes is the size of one memtable of an index; an index holds
+// at most 4 (one being written, the others being flushed).
+const MemTableBytes = 32 << 20
+
+// ErrCorrupt marks an index that does not open because its files are
+// damaged (or of another format version); it can be deleted and rebuilt.
+var ErrCorrupt = errors.New("key index is damaged")
+
 // ErrClosed is returned by an index used after Close.
 var ErrClosed = errors.New("key index is closed")
 
@@ -79,7 +87,17 @@ func Open(dir string, buckets int, o Options) (*Index, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	opts := &pebble.Options{FS: o.FS, Cache: o.Cache, FormatMajorVersion: pebble.FormatNewest, Logger: logger{o.Logger}}
+	opts := &pebble.Options{
+		FS: o.FS, Cache: o.Cache, FormatMajorVersion: pebble.FormatNewest, Logger: logger{o.Logger},
+		// A 64Ki-row write is a few MiB of index entries: with pebble's
+		// 4 MiB default every write would flush a memtable and start a
+		// compaction. The memory this bounds (per table) is in
+		// docs/architecture.md.
+		MemTableSize:                MemTableBytes,
+		MemTableStopWritesThreshold: 4,
+		L0StopWritesThreshold:       24,
+		CompactionConcurrencyRange:  func() (int, int) { return 1, 2 },
+	}
 	if opts.FS == nil {
 		opts.FS = vfs.Default
 	}
@@ -94,6 +112,9 @@ func Open(dir string, buckets int, o Options) (*Index, error) {
 		defer opts.Cache.Unref() // the DB holds its own reference
 	}
 	db, err := pebble.Open(dir, opts)
+	if pebble.IsCorruptionError(err) {
+		return nil, fmt.Errorf("open key index %s: %w: %w", dir, ErrCorrupt, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open key index %s: %w", dir, err)
 	}
@@ -116,7 +137,7 @@ func (x *Index) checkVersion() error {
 	}
 	defer closer.Close()
 	if len(v) != 4 || binary.LittleEndian.Uint32(v) != formatVersion {
-		return fmt.Errorf("format version %x, this build reads %d", v, formatVersion)
+		return fmt.Errorf("%w: format version %x, this build reads %d", ErrCorrupt, v, formatVersion)
 	}
 	return nil
 }
