@@ -54,7 +54,8 @@ func toStatus(err error) error {
 		code = codes.FailedPrecondition
 	case errors.As(err, &se), errors.As(err, &syn), errors.Is(err, catalog.ErrInvalid),
 		errors.Is(err, arrowmsg.ErrMalformed), errors.Is(err, errInvalid), errors.Is(err, planner.ErrInvalid),
-		errors.Is(err, duck.ErrNotQuery), errors.As(err, new(*duck.ParamError)), errors.Is(err, duck.ErrViewDepth):
+		errors.Is(err, duck.ErrNotQuery), errors.As(err, new(*duck.ParamError)), errors.Is(err, duck.ErrViewDepth),
+		errors.Is(err, tables.ErrNotPrimaryKey):
 		code = codes.InvalidArgument
 	case errors.Is(err, arrowmsg.ErrTooLarge), errors.Is(err, columnarlog.ErrBatchTooLarge),
 		errors.As(err, &stall), errors.As(err, &spent):

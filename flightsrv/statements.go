@@ -51,7 +51,8 @@ func (s *Server) DoPutCommandStatementUpdate(ctx context.Context, cmd flightsql.
 	return s.execUpdate(ctx, st, nil)
 }
 
-// execUpdate runs a statement that returns a row count: DDL or INSERT.
+// execUpdate runs a statement that returns a row count: DDL, INSERT,
+// DELETE or UPDATE.
 // argRows are bound parameter rows (nil: none).
 func (s *Server) execUpdate(ctx context.Context, st *planner.Statement, argRows [][]any) (int64, error) {
 	switch st.Kind {
@@ -62,6 +63,10 @@ func (s *Server) execUpdate(ctx context.Context, st *planner.Statement, argRows 
 		return 0, s.store.Exec(ctx, st.DDL)
 	case planner.KindInsert:
 		return s.execInsert(ctx, st.Insert, argRows)
+	case planner.KindDelete:
+		return s.execDelete(ctx, st.Delete, argRows)
+	case planner.KindUpdate:
+		return s.execUpdateRows(ctx, st.Update, argRows)
 	}
 	return 0, fmt.Errorf("%w: %s statements return rows; execute them as queries", errInvalid, st.Kind)
 }
@@ -70,7 +75,7 @@ func (s *Server) execUpdate(ctx context.Context, st *planner.Statement, argRows 
 // committed offsets; a query is described and runs at DoGet.
 func (s *Server) flightInfo(ctx context.Context, st *planner.Statement, handle string, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
 	switch st.Kind {
-	case planner.KindDDL, planner.KindInsert:
+	case planner.KindDDL, planner.KindInsert, planner.KindDelete, planner.KindUpdate:
 		// Executed as a query (ADBC's execute does that): run it now and
 		// report the row count as the result's total records.
 		var args [][]any
@@ -94,6 +99,9 @@ func (s *Server) flightInfo(ctx context.Context, st *planner.Statement, handle s
 		return s.changesInfo(ctx, st.Changes, desc)
 	case planner.KindShow:
 		return s.showInfo(ctx, st, desc) // show.go
+	}
+	if lp := s.planLookup(ctx, st); lp != nil {
+		return s.lookupInfo(lp, st.SQL, handle, desc)
 	}
 	schema, _, err := s.describe(ctx, st)
 	if err != nil {
@@ -130,6 +138,8 @@ func (s *Server) describe(ctx context.Context, st *planner.Statement) (*arrow.Sc
 		return showSchema(st.Show), emptySchema, nil
 	case planner.KindInsert:
 		return s.describeInsert(ctx, st.Insert)
+	case planner.KindDelete, planner.KindUpdate:
+		return s.describeDML(ctx, st)
 	case planner.KindChanges:
 		_, _, schema, err := s.resolveChanges(ctx, st.Changes)
 		return schema, emptySchema, err
@@ -141,6 +151,9 @@ func (s *Server) describe(ctx context.Context, st *planner.Statement) (*arrow.Sc
 			}
 			return r.schema, emptySchema, nil
 		}
+	}
+	if lp := s.planLookup(ctx, st); lp != nil {
+		return lp.schema, lp.paramSchema(), nil
 	}
 	if s.engine == nil {
 		return nil, nil, fmt.Errorf("%w: only plain scans (SELECT * or columns FROM a table) and DDL are served by this node", errUnsupported)
@@ -254,7 +267,7 @@ func (s *Server) scanInfo(ctx context.Context, ps *planner.PlainScan, desc *flig
 	info := &flight.FlightInfo{
 		Schema:           flight.SerializeSchema(r.schema, s.opts.Mem),
 		FlightDescriptor: desc,
-		TotalRecords:     rows,
+		TotalRecords:     scanRows(r, rows),
 		TotalBytes:       -1,
 	}
 	parts := len(files) + len(v.Ranges)
@@ -292,7 +305,7 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 			return res, err
 		}
 	}
-	isUpdate := st.Kind == planner.KindDDL || st.Kind == planner.KindInsert
+	isUpdate := st.Kind == planner.KindDDL || st.Kind == planner.KindInsert || st.Kind == planner.KindDelete || st.Kind == planner.KindUpdate
 	res.IsUpdate = &isUpdate
 	res.Handle = []byte(s.prepared.add(p))
 	res.DatasetSchema = p.dataset

@@ -9,7 +9,7 @@ import (
 
 // commandTag is what `lakestream sql` prints for a statement that returns
 // no rows, as psql does: INSERT n (psql's "INSERT 0 n" without the OID,
-// which Lakestream does not have), SELECT n for CREATE TABLE ... AS, and
+// which Lakestream does not have), DELETE n and UPDATE n, SELECT n for CREATE TABLE ... AS, and
 // the statement's name for other DDL. n is the row count the server
 // reported.
 func commandTag(sql string, n int64) string {
@@ -20,6 +20,10 @@ func commandTag(sql string, n int64) string {
 	switch st.Kind {
 	case planner.KindInsert:
 		return fmt.Sprintf("INSERT %d", n)
+	case planner.KindDelete:
+		return fmt.Sprintf("DELETE %d", n)
+	case planner.KindUpdate:
+		return fmt.Sprintf("UPDATE %d", n)
 	case planner.KindDDL:
 	default:
 		return "OK"

@@ -13,6 +13,8 @@ func TestCommandTag(t *testing.T) {
 		"DROP DATABASE d":                      "DROP DATABASE",
 		"CREATE OR REPLACE VIEW v AS SELECT 1": "CREATE VIEW",
 		"DROP VIEW v":                          "DROP VIEW",
+		"  delete from t where id = 1":         "DELETE 2",
+		"UPDATE t SET v = 1 WHERE id = 2":      "UPDATE 2",
 		"CREATE TABEL":                         "OK",
 	} {
 		if got := commandTag(sql, 2); got != want {
