@@ -2,9 +2,6 @@ package flightsrv_test
 
 import (
 	"bytes"
-	"context"
-	"net"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,66 +9,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc/codes"
-
-	"github.com/lakestream/lakestream/catalog"
-	"github.com/lakestream/lakestream/columnarlog"
-	"github.com/lakestream/lakestream/flightsrv"
-	"github.com/lakestream/lakestream/internal/vfs"
-	"github.com/lakestream/lakestream/planner/duck"
-	"github.com/lakestream/lakestream/tables"
 )
 
 // startEngineServer is startServer with the query engine (DuckDB over the
 // store), which DELETE, UPDATE and queries need.
-func startEngineServer(t *testing.T) *testServer {
-	t.Helper()
-	ctx := context.Background()
-	ts := &testServer{t: t, mem: memory.NewCheckedAllocator(memory.NewGoAllocator())}
-	cat, err := catalog.Open(ctx, filepath.Join(t.TempDir(), "catalog.db"), catalog.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := tables.Open(ctx, cat, tables.Config{Dir: "/data/tables", Log: columnarlog.Options{FS: vfs.NewMem()}, Mem: ts.mem, CacheBytes: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := duck.New(store, duck.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts.store, ts.cat = store, cat
-	srv, err := flightsrv.New(store, eng, flightsrv.Options{Mem: ts.mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := srv.GRPCServer()
-	served := make(chan error, 1)
-	go func() { served <- g.Serve(lis) }()
-	ts.addr, ts.srv = lis.Addr().String(), srv
-	ts.cl = dial(t, ts.addr)
-	t.Cleanup(func() {
-		ts.cl.Close()
-		g.GracefulStop()
-		if err := <-served; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-		if err := eng.Close(); err != nil {
-			t.Errorf("close engine: %v", err)
-		}
-		if err := store.Close(); err != nil {
-			t.Errorf("close store: %v", err)
-		}
-		if err := cat.Close(); err != nil {
-			t.Errorf("close catalog: %v", err)
-		}
-		ts.mem.AssertSize(t, 0)
-	})
-	return ts
-}
 
 // update runs a statement that returns a row count.
 func (ts *testServer) update(sql string) (int64, error) {
@@ -96,11 +37,6 @@ func (ts *testServer) keys(table string) int {
 		ts.t.Errorf("a plain scan of %s announces %d rows, want -1 (unknown)", table, n)
 	}
 	return len(ts.fetch(info))
-}
-
-func (ts *testServer) rows(sql string) []string {
-	ts.t.Helper()
-	return ts.fetch(ts.mustExec(sql))
 }
 
 // ticketKind is the kind of the Lakestream ticket of info's endpoint.
