@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
 
 	"github.com/lakestream/lakestream/internal/scan"
 	"github.com/lakestream/lakestream/planner"
@@ -231,7 +232,7 @@ func keyValue(kv planner.KeyValue, args []any, f arrow.Field) (any, bool, error)
 		n, _ := new(big.Int).SetString(kv.Text, 10)
 		return intKey(n, f.Type)
 	}
-	a := args[kv.Param-1]
+	a := goValue(args[kv.Param-1])
 	bad := func() (any, bool, error) {
 		return nil, false, fmt.Errorf("%w: parameter %d is %T: key column %s is %s", errInvalid, kv.Param, a, f.Name, f.Type)
 	}
@@ -445,4 +446,51 @@ func (s *Server) streamLookup(ctx context.Context, tk *ticket, out flight.DataSt
 		}
 	}
 	return w.Close()
+}
+
+// goValue is a bound parameter as the Go value keyValue reads: bound
+// parameters arrive as Arrow scalars (paramRows), a NULL one as nil.
+func goValue(a any) any {
+	sc, ok := a.(scalar.Scalar)
+	if !ok {
+		return a
+	}
+	if !sc.IsValid() {
+		return nil
+	}
+	switch v := sc.(type) {
+	case *scalar.Int8:
+		return v.Value
+	case *scalar.Int16:
+		return v.Value
+	case *scalar.Int32:
+		return v.Value
+	case *scalar.Int64:
+		return v.Value
+	case *scalar.Uint8:
+		return v.Value
+	case *scalar.Uint16:
+		return v.Value
+	case *scalar.Uint32:
+		return v.Value
+	case *scalar.Uint64:
+		return v.Value
+	case *scalar.Boolean:
+		return v.Value
+	case *scalar.String:
+		return string(v.Value.Bytes())
+	case *scalar.LargeString:
+		return string(v.Value.Bytes())
+	case *scalar.Binary:
+		return v.Value.Bytes()
+	case *scalar.LargeBinary:
+		return v.Value.Bytes()
+	case *scalar.Date32:
+		return v.Value.ToTime()
+	case *scalar.Date64:
+		return v.Value.ToTime()
+	case *scalar.Timestamp:
+		return v.Value.ToTime(v.Type.(*arrow.TimestampType).Unit)
+	}
+	return a
 }
