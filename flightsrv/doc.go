@@ -14,7 +14,10 @@
 // anything is decoded. Every result stream runs under a node-wide memory
 // budget, in a window of its own, and is cut off when its client stops
 // reading (pipe.go, window.go, budget.go). errors.go is the one place that
-// maps errors to gRPC status codes. docs/flight.md documents tickets,
+// maps errors to gRPC status codes. The DDL that needs the engine
+// (CREATE TABLE ... AS, CREATE VIEW) is ddl.go; SHOW and DESCRIBE are
+// answered from the catalog in show.go; views in GetTables, views.go.
+// docs/flight.md documents tickets,
 // descriptors, headers and the memory of streams.
 //
 // flightsrv imports tables, planner (and its engine's error types),
