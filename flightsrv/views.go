@@ -70,4 +70,3 @@ func sortTableRows(rows [][]any) {
 		return false
 	})
 }
-
