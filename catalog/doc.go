@@ -1,6 +1,7 @@
 // Package catalog owns Lakestream's metadata: databases, table definitions,
 // their schema versions and table options, and the parser for Lakestream's DDL
-// (CREATE/DROP DATABASE, CREATE/DROP TABLE, ALTER TABLE ... ADD COLUMN).
+// (CREATE/DROP DATABASE, CREATE/DROP TABLE, ALTER TABLE ... ADD COLUMN,
+// CREATE TABLE ... AS, CREATE/DROP VIEW).
 //
 // The pieces, each in its own file:
 //
@@ -19,6 +20,8 @@
 //     Every change (ADD COLUMN) creates a new one with a new schema version,
 //     and every version is kept so that batches written under an old schema
 //     stay readable (SchemaAt, ArrowSchemaAt).
+//   - views.go: persistent views, a name for a query that the query
+//     engine expands; a view and a table never share a name.
 //   - store*.go, migrate.go, snapshot.go, exec.go: the durable Catalog, a
 //     SQLite database (modernc.org/sqlite, pure Go) inside the data dir,
 //     with versioned schema migrations; reads are served from an in-memory

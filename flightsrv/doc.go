@@ -18,7 +18,9 @@
 // table applies it; point and batch lookups are answered by Table.Lookup
 // without a scan; their plain scans stream each bucket's live rows
 // (tables.Table.ReadRange decodes them), since their log holds the
-// changelog. errors.go is the one place that
+// changelog. The DDL that needs the engine (CREATE TABLE ... AS, CREATE
+// VIEW) is ddl.go; SHOW and DESCRIBE are answered from the catalog in
+// show.go; views in GetTables, views.go. errors.go is the one place that
 // maps errors to gRPC status codes. observe.go is the interceptor around
 // every call: its request id (the lakestream-request-id trailer), its log
 // line when it fails or is slow, and the Observer the node counts calls

@@ -1,5 +1,5 @@
 // Package planner classifies SQL statements and plans them: DDL goes to the
-// catalog, plain scans (SELECT * or a column list from one table, nothing
+// catalog, SHOW and DESCRIBE are answered from it (show.go), plain scans (SELECT * or a column list from one table, nothing
 // else) take the zero-copy path that forwards stored batches, and every other
 // query runs in embedded DuckDB (planner/duck) over the scan interface.
 //

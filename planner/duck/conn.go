@@ -38,6 +38,12 @@ func (q *queryState) setNames(a analysis) {
 	q.mu.names = a
 }
 
+// notFound is a one-sentence scan.ErrTableNotFound.
+type notFound string
+
+func (e notFound) Error() string        { return string(e) }
+func (e notFound) Is(target error) bool { return target == scan.ErrTableNotFound }
+
 // checkBare reports whether a bare table name from the replacement scan
 // really is unqualified in the statement (names.go).
 func (q *queryState) checkBare(name string) error {
@@ -48,7 +54,7 @@ func (q *queryState) checkBare(name string) error {
 		if !q.mu.names.bare[name] && q.mu.names.kept[name] {
 			// Only a qualified name DuckDB does not know (main.events)
 			// reaches the replacement scan without being bare.
-			return fmt.Errorf("qualified table name ending in %q: %w", name, scan.ErrTableNotFound)
+			return notFound(fmt.Sprintf("table %q does not exist in DuckDB's own schemas (main, information_schema, pg_catalog) or catalogs, which a name qualified with one of them reads; a Lakestream table is named t or db.t", name))
 		}
 	case namesUnparsed:
 		return errUnanalyzable

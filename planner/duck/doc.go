@@ -3,6 +3,9 @@
 // Lakestream table is a table function over scan.Table (docs/architecture.md).
 //
 //	Engine.Query(sql, args)  ─►  one DuckDB connection per statement
+//	   │ repair.go    what DuckDB 2.0 parses and 1.5 does not (SELECT 1 share,
+//	   │              default.t), repaired where the parser stops
+//	   │ views.go     persistent views expanded as subqueries (Views)
 //	   │ names.go     qualified names rewritten to lakestream_scan('db','t'),
 //	   │              bare names resolved by a replacement scan
 //	   │ filters.go   simple WHERE conjuncts of each table reference, from the

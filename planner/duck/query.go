@@ -160,10 +160,9 @@ func (e *Engine) prepareError(c *conn, sql string, a analysis, msg string) error
 	cause := c.qs.getErr()
 	if a.check != namesParsed {
 		if tree, err := e.serialize(sql); err == nil && tree == nil {
-			// DuckDB's own message is about binding the statement it
-			// would have run (an INSERT into its empty catalog): beside
-			// the point.
-			return fmt.Errorf("%w: only SELECT statements (and EXPLAIN of one) run in the query engine", ErrNotQuery)
+			// DuckDB's message says what it refused (COPY ... TO a file);
+			// ErrNotQuery's text, "not a query", leads it once.
+			return &Error{Msg: "not a query: only SELECT statements run here (" + strings.TrimSpace(msg) + ")", Err: ErrNotQuery}
 		}
 		if errors.Is(cause, errUnanalyzable) {
 			return fmt.Errorf("%w: cannot analyse the table names of this statement", ErrNotQuery)

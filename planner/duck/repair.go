@@ -84,6 +84,11 @@ func repairAt(sql string, pos int) (string, bool) {
 		}
 		prev = t
 	}
+	if tok.Kind == planner.TokPunct && tok.Text == "." && prev.Is("default") {
+		// SELECT default.t.col: the parser took DEFAULT as the keyword
+		// and stops at the dot after it.
+		return sql[:prev.Pos] + `"default"` + sql[prev.End:], true
+	}
 	if tok.Kind != planner.TokIdent {
 		return "", false
 	}

@@ -87,10 +87,11 @@ func TestViewsExpand(t *testing.T) {
 func TestRepairedStatements(t *testing.T) {
 	e, _, _ := withEvents(t)
 	for sql, want := range map[string]string{
-		"SELECT 1 share":                                           "1",
-		"SELECT 1 share, 2 value, 'x' key":                         "1|2|x",
-		"SELECT count(*) total FROM default.events":                "30",
-		"SELECT max(id) type FROM default.events e WHERE e.id < 3": "2",
+		"SELECT 1 share":                                            "1",
+		"SELECT 1 share, 2 value, 'x' key":                          "1|2|x",
+		"SELECT count(*) total FROM default.events":                 "30",
+		"SELECT max(id) type FROM default.events e WHERE e.id < 3":  "2",
+		"SELECT default.events.id FROM default.events WHERE id = 7": "7",
 	} {
 		res, err := tryQuery(e, sql)
 		if err != nil {
