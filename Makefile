@@ -55,7 +55,7 @@ FUZZTIME ?= 4s
 FUZZ_TARGETS := ./columnarlog:FuzzBatch ./columnarlog:FuzzOpenSegment \
 	./flightsrv:FuzzDecodeTicket ./flightsrv:FuzzPathTable ./catalog:FuzzParse \
 	./planner:FuzzClassify ./planner:FuzzParseOffsets ./internal/arrowmsg:FuzzValidate \
-	./internal/rowenc:FuzzDecode
+	./internal/arrowmsg:FuzzValidateInput ./internal/rowenc:FuzzDecode
 
 test-fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

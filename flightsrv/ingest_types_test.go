@@ -94,3 +94,28 @@ func TestIngestDictionary(t *testing.T) {
 		t.Errorf("table column %s, want utf8", s.Field(0).Type)
 	}
 }
+
+// Unions and run-end encoded columns have no table type: a create is
+// refused with InvalidArgument naming the column and creates no table; an
+// append, whose messages are checked before they are decoded, with
+// Unimplemented naming it.
+func TestIngestRefusesUnions(t *testing.T) {
+	ts := startServer(t, serverConfig{})
+	typ := arrow.DenseUnionOf([]arrow.Field{{Name: "i", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, []arrow.UnionTypeCode{0})
+	b := array.NewDenseUnionBuilder(ts.mem, typ)
+	b.Append(0)
+	b.Child(0).(*array.Int64Builder).Append(7)
+	u := b.NewArray()
+	b.Release()
+	defer u.Release()
+	rec := func() arrow.RecordBatch {
+		return array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "u", Type: typ, Nullable: true}}, nil), []arrow.Array{u}, 1)
+	}
+	_, err := ts.ingest("un", "create", rec())
+	expectCode(t, err, codes.InvalidArgument, `"u"`, "dense_union")
+	_, err = ts.exec("SELECT * FROM un")
+	expectCode(t, err, codes.NotFound)
+	ts.mustExec("CREATE TABLE un (u BIGINT)")
+	_, err = ts.ingest("un", "append", rec())
+	expectCode(t, err, codes.Unimplemented, `"u"`, "dense_union")
+}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -129,6 +130,26 @@ func TestLike(t *testing.T) {
 	} {
 		if got := like(tc.pattern, tc.s); got != tc.want {
 			t.Errorf("like(%v, %q) = %v, want %v", tc.pattern, tc.s, got, tc.want)
+		}
+	}
+}
+
+func TestSameBinding(t *testing.T) {
+	ts := func(u arrow.TimeUnit, tz string) arrow.DataType { return &arrow.TimestampType{Unit: u, TimeZone: tz} }
+	for _, tc := range []struct {
+		a, b arrow.DataType
+		want bool
+	}{
+		{arrow.PrimitiveTypes.Int64, arrow.PrimitiveTypes.Int64, true},
+		{arrow.PrimitiveTypes.Int32, arrow.PrimitiveTypes.Int64, false},
+		{ts(arrow.Microsecond, "UTC"), ts(arrow.Millisecond, "UTC"), true},
+		{ts(arrow.Microsecond, ""), ts(arrow.Millisecond, "UTC"), false},
+		{ts(arrow.Nanosecond, ""), ts(arrow.Millisecond, ""), false},
+		{arrow.FixedWidthTypes.Time64us, arrow.FixedWidthTypes.Time32ms, true},
+		{arrow.FixedWidthTypes.Time64ns, arrow.FixedWidthTypes.Time32ms, false},
+	} {
+		if got := sameBinding(tc.a, tc.b); got != tc.want {
+			t.Errorf("sameBinding(%s, %s) = %v", tc.a, tc.b, got)
 		}
 	}
 }

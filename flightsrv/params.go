@@ -64,7 +64,7 @@ func (s *Server) boundSchema(ctx context.Context, p *prepared, args []any) (*arr
 		same := true
 		for i, a := range args {
 			sc, ok := a.(scalar.Scalar)
-			if !ok || !arrow.TypeEqual(sc.DataType(), p.paramsSchema.Field(i).Type) {
+			if !ok || !sameBinding(sc.DataType(), p.paramsSchema.Field(i).Type) {
 				same = false
 				break
 			}
@@ -122,4 +122,28 @@ func parameterSchema(params *arrow.Schema) *arrow.Schema {
 	}
 	md := params.Metadata()
 	return arrow.NewSchema(fields, &md)
+}
+
+// sameBinding reports whether values of Arrow types a and b bind as the
+// same DuckDB type: equal types, or times and timestamps (of the same
+// zone presence) in units DuckDB holds as microseconds.
+func sameBinding(a, b arrow.DataType) bool {
+	if arrow.TypeEqual(a, b) {
+		return true
+	}
+	at, aok := a.(*arrow.TimestampType)
+	bt, bok := b.(*arrow.TimestampType)
+	if aok && bok {
+		return at.Unit != arrow.Nanosecond && bt.Unit != arrow.Nanosecond && (at.TimeZone == "") == (bt.TimeZone == "")
+	}
+	isTime := func(t arrow.DataType) bool {
+		switch t := t.(type) {
+		case *arrow.Time32Type:
+			return true
+		case *arrow.Time64Type:
+			return t.Unit != arrow.Nanosecond
+		}
+		return false
+	}
+	return isTime(a) && isTime(b)
 }
