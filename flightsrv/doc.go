@@ -13,7 +13,11 @@
 // checked (sizes, buffer bounds, claimed uncompressed sizes) before
 // anything is decoded. Every result stream runs under a node-wide memory
 // budget, in a window of its own, and is cut off when its client stops
-// reading (pipe.go, window.go, budget.go). errors.go is the one place that
+// reading (pipe.go, window.go, budget.go). Primary-key tables (pk.go,
+// lookup.go): DELETE and UPDATE run their selection in the engine and the
+// table applies it; point and batch lookups are answered by Table.Lookup
+// without a scan; plain scans read the state through the engine, since
+// their log holds the changelog. errors.go is the one place that
 // maps errors to gRPC status codes. docs/flight.md documents tickets,
 // descriptors, headers and the memory of streams.
 //

@@ -45,6 +45,10 @@ func (s *Server) doGet(raw []byte, stream flight.FlightService_DoGetServer) erro
 		return s.pipe(ctx, stream, followReadAhead*int64(max(1, len(tk.Ranges))), s.stopping, false, func(ctx context.Context, out flight.DataStreamWriter) error {
 			return s.streamChanges(ctx, tk, out)
 		})
+	case "lookup":
+		return s.pipe(ctx, stream, queryReadAhead(), nil, false, func(ctx context.Context, out flight.DataStreamWriter) error {
+			return s.streamLookup(ctx, tk, out)
+		})
 	case "prepared":
 		p, err := s.prepared.get(tk.Handle)
 		if err != nil {

@@ -51,7 +51,8 @@ func (s *Server) DoPutCommandStatementUpdate(ctx context.Context, cmd flightsql.
 	return s.execUpdate(ctx, st, nil)
 }
 
-// execUpdate runs a statement that returns a row count: DDL or INSERT.
+// execUpdate runs a statement that returns a row count: DDL, INSERT,
+// DELETE or UPDATE.
 // argRows are bound parameter rows (nil: none).
 func (s *Server) execUpdate(ctx context.Context, st *planner.Statement, argRows [][]any) (int64, error) {
 	switch st.Kind {
@@ -59,6 +60,10 @@ func (s *Server) execUpdate(ctx context.Context, st *planner.Statement, argRows 
 		return 0, s.store.Exec(ctx, st.DDL)
 	case planner.KindInsert:
 		return s.execInsert(ctx, st.Insert, argRows)
+	case planner.KindDelete:
+		return s.execDelete(ctx, st.Delete, argRows)
+	case planner.KindUpdate:
+		return s.execUpdateRows(ctx, st.Update, argRows)
 	}
 	return 0, fmt.Errorf("%w: %s statements return rows; execute them as queries", errInvalid, st.Kind)
 }
@@ -67,7 +72,7 @@ func (s *Server) execUpdate(ctx context.Context, st *planner.Statement, argRows 
 // committed offsets; a query is described and runs at DoGet.
 func (s *Server) flightInfo(ctx context.Context, st *planner.Statement, handle string, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
 	switch st.Kind {
-	case planner.KindDDL, planner.KindInsert:
+	case planner.KindDDL, planner.KindInsert, planner.KindDelete, planner.KindUpdate:
 		// Executed as a query (ADBC's execute does that): run it now and
 		// report the row count as the result's total records.
 		var args [][]any
@@ -89,6 +94,9 @@ func (s *Server) flightInfo(ctx context.Context, st *planner.Statement, handle s
 		}
 	case planner.KindChanges:
 		return s.changesInfo(ctx, st.Changes, desc)
+	}
+	if lp := s.planLookup(ctx, st); lp != nil {
+		return s.lookupInfo(lp, st.SQL, handle, desc)
 	}
 	schema, _, err := s.describe(ctx, st)
 	if err != nil {
@@ -118,6 +126,8 @@ func (s *Server) describe(ctx context.Context, st *planner.Statement) (*arrow.Sc
 		return emptySchema, emptySchema, nil
 	case planner.KindInsert:
 		return s.describeInsert(ctx, st.Insert)
+	case planner.KindDelete, planner.KindUpdate:
+		return s.describeDML(ctx, st)
 	case planner.KindChanges:
 		_, _, schema, err := s.resolveChanges(ctx, st.Changes)
 		return schema, emptySchema, err
@@ -129,6 +139,9 @@ func (s *Server) describe(ctx context.Context, st *planner.Statement) (*arrow.Sc
 			}
 			return r.schema, emptySchema, nil
 		}
+	}
+	if lp := s.planLookup(ctx, st); lp != nil {
+		return lp.schema, lp.paramSchema(), nil
 	}
 	if s.engine == nil {
 		return nil, nil, fmt.Errorf("%w: only plain scans (SELECT * or columns FROM a table) and DDL are served by this node", errUnsupported)
@@ -221,6 +234,9 @@ func (s *Server) scanInfo(ctx context.Context, ps *planner.PlainScan, desc *flig
 	if err != nil {
 		return nil, err
 	}
+	if r.layer == tables.LayerTable && r.def.HasPrimaryKey() {
+		return s.stateScanInfo(r, desc)
+	}
 	v, err := r.t.Capture(ctx, r.layer)
 	if err != nil {
 		return nil, err
@@ -279,7 +295,7 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 			return res, err
 		}
 	}
-	isUpdate := st.Kind == planner.KindDDL || st.Kind == planner.KindInsert
+	isUpdate := st.Kind == planner.KindDDL || st.Kind == planner.KindInsert || st.Kind == planner.KindDelete || st.Kind == planner.KindUpdate
 	res.IsUpdate = &isUpdate
 	res.Handle = []byte(s.prepared.add(p))
 	res.DatasetSchema = p.dataset

@@ -20,7 +20,7 @@ var ticketMagic = []byte("LSTK1")
 const maxTicketBytes = 64 << 10
 
 type ticket struct {
-	Kind string `json:"kind"` // "scan", "query", "prepared" or "changes" (Ranges' To is -1: unbounded)
+	Kind string `json:"kind"` // "scan", "query", "prepared", "lookup" (SQL, or Handle when prepared) or "changes" (Ranges' To is -1: unbounded)
 	// scan
 	Table  int64          `json:"table,omitempty"`
 	Schema int32          `json:"schema,omitempty"`
@@ -57,7 +57,7 @@ func decodeTicket(b []byte) (*ticket, error) {
 		return nil, fmt.Errorf("%w: malformed ticket: %v", errInvalid, err)
 	}
 	switch t.Kind {
-	case "scan", "query", "prepared", "changes":
+	case "scan", "query", "prepared", "changes", "lookup":
 	default:
 		return nil, fmt.Errorf("%w: ticket of unknown kind %q", errInvalid, t.Kind)
 	}

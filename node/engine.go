@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lakestream/lakestream/catalog"
 	"github.com/lakestream/lakestream/flightsrv"
 	"github.com/lakestream/lakestream/internal/scan"
+	"github.com/lakestream/lakestream/planner"
 	"github.com/lakestream/lakestream/planner/duck"
 	"github.com/lakestream/lakestream/tables"
 	"github.com/lakestream/lakestream/tiering"
@@ -34,7 +38,8 @@ func newEngine(res scan.Resolver, cfg Config) (engine, error) {
 // Resolver is what a node's queries can name: the system tables of the
 // lake service (lakestream.tiering), then the store's tables, each the
 // union of its lake and log tail ("t"), its lake ("t$lake") or its
-// changelog ("t$changelog").
+// changelog ("t$changelog"), or the binlog view of the changelog
+// ("t$binlog", planner.Binlog).
 func Resolver(store *tables.Store, lake *tiering.Service) scan.Resolver {
 	return resolver{store, lake}
 }
@@ -47,6 +52,15 @@ type resolver struct {
 func (r resolver) Table(ctx context.Context, db, name string) (scan.Table, error) {
 	if t := r.lake.SystemTable(db, name); t != nil {
 		return t, nil
+	}
+	if base, ok := catalog.CutSuffixFold(name, planner.BinlogSuffix); ok {
+		// No table name holds a "$" (catalog/limits.go), so the suffix
+		// always names the view.
+		cl, err := r.store.Table(ctx, db, base+catalog.ChangelogSuffix)
+		if err != nil {
+			return nil, err
+		}
+		return planner.Binlog(cl, cl.Name()[:len(cl.Name())-len(catalog.ChangelogSuffix)]+planner.BinlogSuffix, memory.DefaultAllocator)
 	}
 	return r.store.Table(ctx, db, name)
 }

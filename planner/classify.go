@@ -27,6 +27,10 @@ const (
 	KindInsert
 	// KindChanges is a subscription: SELECT ... FROM changes(...).
 	KindChanges
+	// KindDelete is DELETE FROM t WHERE ... of a primary-key table (dml.go).
+	KindDelete
+	// KindUpdate is UPDATE t SET ... WHERE ... of a primary-key table.
+	KindUpdate
 )
 
 // Statement is a classified statement.
@@ -41,6 +45,12 @@ type Statement struct {
 	Insert *Insert
 	// Changes is the subscription for KindChanges.
 	Changes *Changes
+	// Delete and Update are the statements of KindDelete and KindUpdate.
+	Delete *Delete
+	Update *Update
+	// Lookup is set on a KindQuery whose shape a key lookup can answer
+	// (lookup.go); whether it is one depends on the table's key.
+	Lookup *Lookup
 }
 
 // PlainScan is SELECT * | col, ... FROM [db.]table.
@@ -65,6 +75,9 @@ func Classify(sql string) (*Statement, error) {
 		}
 		return &Statement{Kind: KindInsert, SQL: sql, Insert: ins}, nil
 	}
+	if st, ok, err := classifyDML(sql); ok {
+		return st, err
+	}
 	if c, ok, err := parseChanges(sql); ok {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
@@ -74,7 +87,7 @@ func Classify(sql string) (*Statement, error) {
 	if s, ok := parsePlainScan(sql); ok {
 		return &Statement{Kind: KindScan, SQL: sql, Scan: s}, nil
 	}
-	return &Statement{Kind: KindQuery, SQL: sql}, nil
+	return &Statement{Kind: KindQuery, SQL: sql, Lookup: parseLookup(sql)}, nil
 }
 
 // parsePlainScan recognises SELECT * | cols FROM name [;] and nothing more:
@@ -164,6 +177,10 @@ func (k Kind) String() string {
 		return "insert"
 	case KindChanges:
 		return "subscription"
+	case KindDelete:
+		return "delete"
+	case KindUpdate:
+		return "update"
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }

@@ -3,6 +3,11 @@
 // else) take the zero-copy path that forwards stored batches, and every other
 // query runs in embedded DuckDB (planner/duck) over the scan interface.
 //
+// DELETE and UPDATE of primary-key tables become queries over the table's
+// state whose rows the table applies (dml.go); queries by the whole key are
+// recognised as lookups (lookup.go); "t$binlog" pairs a changelog's
+// before and after images in one row (binlog.go).
+//
 // It also owns the changes() filter: the parser of its WHERE
 // (changes_filter.go) and its binding to the changelog schema and
 // evaluation over the followed batches (filter.go), which flightsrv calls;

@@ -46,3 +46,17 @@ func TestHelpIsNotAnError(t *testing.T) {
 		t.Errorf("two statements: %v", err)
 	}
 }
+
+func TestCommandTag(t *testing.T) {
+	for stmt, want := range map[string]string{
+		"INSERT INTO t VALUES (1)":     "INSERT 0 3",
+		"  delete from t where id = 1": "DELETE 3",
+		"UPDATE t SET v = 1":           "UPDATE 3",
+		"CREATE TABLE t (a INT)":       "OK",
+		"":                             "OK",
+	} {
+		if got := commandTag(stmt, 3); got != want {
+			t.Errorf("%q: %q, want %q", stmt, got, want)
+		}
+	}
+}

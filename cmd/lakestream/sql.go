@@ -70,10 +70,27 @@ func runSQL(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}
 	if schema == nil {
-		fmt.Fprintln(out, "OK")
+		fmt.Fprintln(out, commandTag(pos[0], info.TotalRecords))
 		return nil
 	}
 	return printResult(out, *format, schema, recs)
+}
+
+// commandTag is what a statement without a result prints, as psql does:
+// "INSERT 0 n", "DELETE n" or "UPDATE n" with the rows it wrote, "OK"
+// for others (DDL).
+func commandTag(stmt string, rows int64) string {
+	words := strings.Fields(stmt)
+	if len(words) == 0 {
+		return "OK"
+	}
+	switch verb := strings.ToUpper(words[0]); verb {
+	case "INSERT":
+		return fmt.Sprintf("INSERT 0 %d", rows)
+	case "DELETE", "UPDATE":
+		return fmt.Sprintf("%s %d", verb, rows)
+	}
+	return "OK"
 }
 
 func printResult(out io.Writer, format string, schema *arrow.Schema, recs []arrow.RecordBatch) error {
