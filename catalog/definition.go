@@ -3,6 +3,7 @@ package catalog
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 )
 
@@ -107,8 +108,11 @@ func (r *resolver) primaryKey() {
 			r.addf("primary key column %q does not exist", name)
 			continue
 		}
-		if typ := r.t.Columns[i].Type; typ.IsNested() {
+		switch typ := r.t.Columns[i].Type; {
+		case typ.IsNested():
 			r.addf("primary key column %q has type %s: LIST, STRUCT and MAP cannot be keys", name, typ)
+		case typ.Kind == KindFloat || typ.Kind == KindDouble:
+			r.addf("primary key column %q has type %s: FLOAT and DOUBLE cannot be keys (equal values can differ in their bits, and NaN equals nothing)", name, typ)
 		}
 	}
 }
@@ -228,6 +232,7 @@ func (r *resolver) mergeEngine() {
 	case o.MergeEngine == MergeEngineNone:
 		o.MergeEngine = MergeEngineLastRow
 	}
+	r.fieldAggs()
 	if o.MergeEngine == MergeEngineVersioned && !verSet {
 		r.addf("merge-engine %q requires option %q", MergeEngineVersioned, OptVersionColumn)
 	}
@@ -243,6 +248,80 @@ func (r *resolver) mergeEngine() {
 			r.addf("option %q: column %q has type %s; a version column must be INTEGER, BIGINT, TIMESTAMP or TIMESTAMPTZ", OptVersionColumn, col.Name, col.Type)
 		}
 	}
+}
+
+// fieldAggs checks the aggregation engine's per-column functions and keys
+// them by the columns' names.
+func (r *resolver) fieldAggs() {
+	o := &r.t.Options
+	if len(o.FieldAgg) == 0 {
+		return
+	}
+	if o.MergeEngine != MergeEngineAggregation {
+		r.addf("options fields.<column>.agg and fields.<column>.listagg-delimiter need %q = %q", OptMergeEngine, MergeEngineAggregation)
+		return
+	}
+	names := make([]string, 0, len(o.FieldAgg))
+	for n := range o.FieldAgg {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make(map[string]FieldAgg, len(o.FieldAgg))
+	for _, name := range names {
+		fa := o.FieldAgg[name]
+		opt := optFieldsPrefix + name + optAggSuffix
+		col, ok := r.optionColumn(opt, name)
+		if !ok {
+			continue
+		}
+		if fa.Func == "" {
+			fa.Func = "last_non_null_value"
+		}
+		if fa.Delimiter != "" && fa.Func != "listagg" {
+			r.addf("option %q applies only to a column whose function is listagg (%q is %s)", optFieldsPrefix+name+optDelimiterSuffix, col.Name, fa.Func)
+		}
+		if fa.Func == "listagg" && fa.Delimiter == "" {
+			fa.Delimiter = ","
+		}
+		if contains(r.t.PrimaryKey, col.Name) {
+			r.addf("option %q: column %q is part of the primary key, which is not aggregated", opt, col.Name)
+		}
+		if msg := aggTypeProblem(fa.Func, col.Type); msg != "" {
+			r.addf("option %q: %s cannot aggregate column %q of type %s: %s", opt, fa.Func, col.Name, col.Type, msg)
+		}
+		out[col.Name] = fa
+	}
+	o.FieldAgg = out
+}
+
+// aggTypeProblem says why function fn cannot aggregate a column of type t,
+// or "".
+func aggTypeProblem(fn string, t Type) string {
+	numeric := oneOf(t.Kind.String(), "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "FLOAT", "DOUBLE", "DECIMAL")
+	ordered := numeric || oneOf(t.Kind.String(), "VARCHAR", "DATE", "TIME", "TIMESTAMP", "TIMESTAMPTZ")
+	switch fn {
+	case "sum":
+		if !numeric {
+			return "it needs a number (TINYINT, SMALLINT, INTEGER, BIGINT, FLOAT, DOUBLE or DECIMAL)"
+		}
+	case "min", "max":
+		if !ordered {
+			return "it needs a number, VARCHAR, DATE, TIME or TIMESTAMP"
+		}
+	case "count":
+		if !oneOf(t.Kind.String(), "INTEGER", "BIGINT") {
+			return "it needs INTEGER or BIGINT"
+		}
+	case "bool_and", "bool_or":
+		if t.Kind != KindBoolean {
+			return "it needs BOOLEAN"
+		}
+	case "listagg":
+		if t.Kind != KindVarchar {
+			return "it needs VARCHAR"
+		}
+	}
+	return ""
 }
 
 func contains(list []string, s string) bool {

@@ -171,3 +171,42 @@ func TestResolveRefusesTwoTimeTransformsOfOneColumn(t *testing.T) {
 		t.Fatalf("resolve: %v, want the one-time-transform error", err)
 	}
 }
+
+func TestResolvePrimaryKeyTableRules(t *testing.T) {
+	tests := []struct{ sql, want string }{
+		{`CREATE TABLE t (a DOUBLE PRIMARY KEY)`, `primary key column "a" has type DOUBLE: FLOAT and DOUBLE cannot be keys`},
+		{`CREATE TABLE t (a FLOAT, b INT, PRIMARY KEY (b, a))`, `primary key column "a" has type FLOAT`},
+		{`CREATE TABLE t (a INT PRIMARY KEY, v INT) WITH ('fields.v.agg' = 'sum')`,
+			`options fields.<column>.agg and fields.<column>.listagg-delimiter need "merge-engine" = "aggregation"`},
+		{`CREATE TABLE t (a INT PRIMARY KEY, v INT) WITH ('merge-engine' = 'aggregation', 'fields.v.agg' = 'median')`,
+			`option "fields.v.agg": invalid value "median": expected one of sum, min, max`},
+		{`CREATE TABLE t (a INT PRIMARY KEY, v VARCHAR) WITH ('merge-engine' = 'aggregation', 'fields.v.agg' = 'sum')`,
+			`option "fields.v.agg": sum cannot aggregate column "v" of type VARCHAR: it needs a number`},
+		{`CREATE TABLE t (a INT PRIMARY KEY, v INT) WITH ('merge-engine' = 'aggregation', 'fields.a.agg' = 'max')`,
+			`option "fields.a.agg": column "a" is part of the primary key, which is not aggregated`},
+		{`CREATE TABLE t (a INT PRIMARY KEY, v INT) WITH ('merge-engine' = 'aggregation', 'fields.w.agg' = 'max')`,
+			`option "fields.w.agg": column "w" does not exist`},
+		{`CREATE TABLE t (a INT PRIMARY KEY, v INT) WITH ('merge-engine' = 'aggregation', 'fields.v.listagg-delimiter' = ';')`,
+			`option "fields.v.listagg-delimiter" applies only to a column whose function is listagg`},
+		{`CREATE TABLE t (a INT PRIMARY KEY, v BIGINT) WITH ('merge-engine' = 'aggregation', 'fields.v.agg' = 'bool_or')`,
+			`bool_or cannot aggregate column "v" of type BIGINT: it needs BOOLEAN`},
+		{`CREATE TABLE t (a INT PRIMARY KEY, v VARCHAR) WITH ('merge-engine' = 'aggregation', 'fields.v.agg' = 'count')`,
+			`count cannot aggregate column "v" of type VARCHAR: it needs INTEGER or BIGINT`},
+	}
+	for _, tt := range tests {
+		_, err := resolve(t, tt.sql, Config{})
+		if err == nil || !strings.Contains(err.Error(), tt.want) || !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s:\n got %v\nwant %q", tt.sql, err, tt.want)
+		}
+	}
+	tbl, err := resolve(t, `CREATE TABLE t (a INT PRIMARY KEY, "Tags" VARCHAR, n BIGINT, s VARCHAR)
+		WITH ('merge-engine' = 'aggregation', 'fields.tags.agg' = 'LISTAGG', 'fields.tags.listagg-delimiter' = ' | ',
+		      'fields.n.agg' = 'sum', 'fields.s.listagg-delimiter' = '-', 'fields.s.agg' = 'listagg')`, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]FieldAgg{"Tags": {Func: "listagg", Delimiter: " | "}, "n": {Func: "sum"}, "s": {Func: "listagg", Delimiter: "-"}}
+	if o := tbl.Options; o.MergeEngine != MergeEngineAggregation || !reflect.DeepEqual(o.FieldAgg, want) {
+		t.Errorf("options = %+v, want aggregation with %v", o, want)
+	}
+}

@@ -42,7 +42,21 @@ const (
 	MergeEngineLastRow   MergeEngine = "last_row"  // the newest row wins
 	MergeEngineFirstRow  MergeEngine = "first_row" // the first row wins; later ones are dropped
 	MergeEngineVersioned MergeEngine = "versioned" // the row with the highest version column wins
+	// MergeEngineAggregation aggregates each column with its function
+	// (fields.<col>.agg).
+	MergeEngineAggregation MergeEngine = "aggregation"
 )
+
+// Per-column options of the aggregation merge engine: fields.<col>.agg and
+// fields.<col>.listagg-delimiter.
+const (
+	optFieldsPrefix    = "fields."
+	optAggSuffix       = ".agg"
+	optDelimiterSuffix = ".listagg-delimiter"
+)
+
+// AggFuncs are the aggregation functions of fields.<col>.agg.
+var AggFuncs = []string{"sum", "min", "max", "count", "last_value", "last_non_null_value", "first_value", "bool_and", "bool_or", "listagg"}
 
 // Option limits.
 const (
@@ -81,6 +95,17 @@ type Options struct {
 	MergeEngine MergeEngine
 	// VersionColumn is the version column of the versioned merge engine.
 	VersionColumn string
+	// FieldAgg are the aggregation merge engine's functions, by column name
+	// (fields.<col>.agg, fields.<col>.listagg-delimiter); columns not
+	// listed take last_non_null_value.
+	FieldAgg map[string]FieldAgg
+}
+
+// FieldAgg is the aggregation of one column of an aggregation merge
+// engine table.
+type FieldAgg struct {
+	Func      string
+	Delimiter string // of listagg; default ","
 }
 
 // DefaultOptions returns the defaults for a log table with bucketNum buckets.
@@ -141,9 +166,9 @@ var optionSpecs = map[string]optionSpec{
 		o.DatalakeKeepOnDrop = b
 		return err == nil && oneOf(strings.ToLower(v), "true", "false")
 	}},
-	OptMergeEngine: {"one of last_row, first_row, versioned", func(o *Options, v string) bool {
+	OptMergeEngine: {"one of last_row, first_row, versioned, aggregation", func(o *Options, v string) bool {
 		o.MergeEngine = MergeEngine(strings.ToLower(v))
-		return oneOf(string(o.MergeEngine), "last_row", "first_row", "versioned")
+		return oneOf(string(o.MergeEngine), "last_row", "first_row", "versioned", "aggregation")
 	}},
 	OptVersionColumn: {"a column name", func(o *Options, v string) bool {
 		o.VersionColumn = strings.TrimSpace(v)
@@ -166,6 +191,12 @@ func ParseOptions(raw map[string]string, defaultBucketNum int) (Options, error) 
 	for _, k := range keys {
 		spec, ok := optionSpecs[k]
 		if !ok {
+			if col, suffix, isField := fieldOption(k); isField {
+				if err := o.parseFieldOption(k, col, suffix, raw[k]); err != nil {
+					errs = append(errs, err)
+				}
+				continue
+			}
 			errs = append(errs, unknownOption(k))
 			continue
 		}
@@ -211,4 +242,42 @@ func oneOf(v string, accepted ...string) bool {
 		}
 	}
 	return false
+}
+
+// fieldOption splits "fields.<col>.agg" and "fields.<col>.listagg-delimiter".
+func fieldOption(k string) (col, suffix string, ok bool) {
+	rest, ok := strings.CutPrefix(k, optFieldsPrefix)
+	if !ok {
+		return "", "", false
+	}
+	for _, suf := range []string{optAggSuffix, optDelimiterSuffix} {
+		if c, ok := strings.CutSuffix(rest, suf); ok && c != "" {
+			return c, suf, true
+		}
+	}
+	return "", "", false
+}
+
+// parseFieldOption parses one per-column option of the aggregation engine
+// into o.FieldAgg (the column name is resolved against the columns later).
+func (o *Options) parseFieldOption(k, col, suffix, v string) error {
+	if o.FieldAgg == nil {
+		o.FieldAgg = map[string]FieldAgg{}
+	}
+	fa := o.FieldAgg[col]
+	switch suffix {
+	case optAggSuffix:
+		fn := strings.ToLower(strings.TrimSpace(v))
+		if !oneOf(fn, AggFuncs...) {
+			return invalidf("option %q: invalid value %q: expected one of %s", k, v, strings.Join(AggFuncs, ", "))
+		}
+		fa.Func = fn
+	default:
+		if v == "" {
+			return invalidf("option %q: the delimiter is empty", k)
+		}
+		fa.Delimiter = v // not trimmed: " " is a delimiter
+	}
+	o.FieldAgg[col] = fa
+	return nil
 }

@@ -33,6 +33,13 @@ type (
 		DatalakeFreshness int64    `json:"datalake_freshness_ns"`
 		MergeEngine       string   `json:"merge_engine"`
 		VersionColumn     string   `json:"version_column"`
+		// FieldAgg: the aggregation engine's functions by column; absent
+		// for other tables.
+		FieldAgg map[string]storedFieldAgg `json:"field_agg,omitempty"`
+	}
+	storedFieldAgg struct {
+		Func      string `json:"func"`
+		Delimiter string `json:"delimiter,omitempty"`
 	}
 )
 
@@ -87,7 +94,30 @@ func encodeOptions(o Options) string {
 		LogSegmentBytes: o.LogSegmentBytes, DatalakeEnabled: o.DatalakeEnabled,
 		DatalakeFreshness: int64(o.DatalakeFreshness),
 		MergeEngine:       string(o.MergeEngine), VersionColumn: o.VersionColumn,
+		FieldAgg: encodeFieldAgg(o.FieldAgg),
 	})
+}
+
+func encodeFieldAgg(m map[string]FieldAgg) map[string]storedFieldAgg {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]storedFieldAgg, len(m))
+	for k, v := range m {
+		out[k] = storedFieldAgg{Func: v.Func, Delimiter: v.Delimiter}
+	}
+	return out
+}
+
+func decodeFieldAgg(m map[string]storedFieldAgg) map[string]FieldAgg {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]FieldAgg, len(m))
+	for k, v := range m {
+		out[k] = FieldAgg{Func: v.Func, Delimiter: v.Delimiter}
+	}
+	return out
 }
 
 func decodeOptions(s string) (Options, error) {
@@ -101,6 +131,7 @@ func decodeOptions(s string) (Options, error) {
 		LogSegmentBytes: in.LogSegmentBytes, DatalakeEnabled: in.DatalakeEnabled,
 		DatalakeFreshness: time.Duration(in.DatalakeFreshness),
 		MergeEngine:       MergeEngine(in.MergeEngine), VersionColumn: in.VersionColumn,
+		FieldAgg: decodeFieldAgg(in.FieldAgg),
 	}, nil
 }
 

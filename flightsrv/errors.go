@@ -54,7 +54,7 @@ func toStatus(err error) error {
 		code = codes.FailedPrecondition
 	case errors.As(err, &se), errors.As(err, &syn), errors.Is(err, catalog.ErrInvalid),
 		errors.Is(err, arrowmsg.ErrMalformed), errors.Is(err, errInvalid), errors.Is(err, planner.ErrInvalid),
-		errors.Is(err, duck.ErrNotQuery):
+		errors.Is(err, duck.ErrNotQuery), errors.Is(err, tables.ErrNotPrimaryKey):
 		code = codes.InvalidArgument
 	case errors.Is(err, arrowmsg.ErrTooLarge), errors.Is(err, columnarlog.ErrBatchTooLarge),
 		errors.As(err, &stall), errors.As(err, &spent):

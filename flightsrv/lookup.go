@@ -429,11 +429,7 @@ func (s *Server) streamLookup(ctx context.Context, tk *ticket, out flight.DataSt
 		return err
 	}
 	defer keys.Release()
-	pk, err := pkOf(lp.t)
-	if err != nil {
-		return err
-	}
-	rec, err := pk.Lookup(ctx, keys, lp.cols)
+	rec, err := lp.t.Lookup(ctx, keys, lp.cols)
 	if err != nil {
 		return err
 	}

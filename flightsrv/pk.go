@@ -29,11 +29,7 @@ func (s *Server) execDelete(ctx context.Context, d *planner.Delete, argRows [][]
 	if err != nil {
 		return 0, err
 	}
-	pk, err := pkOf(t)
-	if err != nil {
-		return 0, err
-	}
-	return s.applyEach(ctx, query, argRows, func(rec arrow.RecordBatch) (int64, error) { return pk.Delete(ctx, rec) })
+	return s.applyEach(ctx, query, argRows, func(rec arrow.RecordBatch) (int64, error) { return t.Delete(ctx, rec) })
 }
 
 // execUpdateRows runs an UPDATE once per argument row and returns how many
@@ -43,11 +39,7 @@ func (s *Server) execUpdateRows(ctx context.Context, u *planner.Update, argRows 
 	if err != nil {
 		return 0, err
 	}
-	pk, err := pkOf(t)
-	if err != nil {
-		return 0, err
-	}
-	return s.applyEach(ctx, query, argRows, func(rec arrow.RecordBatch) (int64, error) { return pk.Overwrite(ctx, rec) })
+	return s.applyEach(ctx, query, argRows, func(rec arrow.RecordBatch) (int64, error) { return t.Overwrite(ctx, rec) })
 }
 
 // dmlSource finds the table of a DELETE or UPDATE and its source query.
@@ -169,20 +161,6 @@ func (s *Server) describeDML(ctx context.Context, st *planner.Statement) (*arrow
 		params = emptySchema
 	}
 	return emptySchema, params, err
-}
-
-// pkTable is the key interface of a primary-key table.
-type pkTable interface {
-	Delete(ctx context.Context, keys arrow.RecordBatch) (int64, error)
-	Overwrite(ctx context.Context, rows arrow.RecordBatch) (int64, error)
-	Lookup(ctx context.Context, keys arrow.RecordBatch, cols []int) (arrow.RecordBatch, error)
-}
-
-func pkOf(t *tables.Table) (pkTable, error) {
-	if pk, ok := any(t).(pkTable); ok {
-		return pk, nil
-	}
-	return nil, fmt.Errorf("%w: primary-key writes and lookups of %s", errUnsupported, t.Name())
 }
 
 // stateScanInfo plans a plain scan of a primary-key table (SQL or a PATH

@@ -31,8 +31,9 @@ type Appender struct {
 	t       *Table
 	def     *catalog.Table
 	pending []arrow.RecordBatch
-	size    int64 // Arrow bytes of pending
-	written int64 // rows acknowledged
+	present [][]bool // of each pending record of a primary-key table (pk_api.go)
+	size    int64    // Arrow bytes of pending
+	written int64    // rows acknowledged
 }
 
 // NewAppender returns an appender conforming to the table's current
@@ -46,6 +47,9 @@ func (a *Appender) Def() *catalog.Table { return a.def }
 // queued once it reaches MaxWriteBytes. A record that does not fit the
 // table is a *SchemaError.
 func (a *Appender) Add(ctx context.Context, rec arrow.RecordBatch) error {
+	if a.t.pk != nil {
+		return a.addPK(ctx, rec)
+	}
 	c, err := conform(a.def.FullName(), a.def.ArrowSchema(), rec, a.t.mem)
 	if err != nil {
 		return err
@@ -62,11 +66,14 @@ func (a *Appender) Add(ctx context.Context, rec arrow.RecordBatch) error {
 // they are durable and visible.
 func (a *Appender) Flush(ctx context.Context) error {
 	defer a.Release()
+	if a.t.pk != nil {
+		return a.flushPK(ctx)
+	}
 	parts, rows, err := a.t.encode(ctx, a.def, a.pending)
 	if err != nil || rows == 0 {
 		return err
 	}
-	if err := a.t.append(a.def, parts); err != nil {
+	if _, err := a.t.append(a.def, parts); err != nil {
 		return err
 	}
 	a.written += rows
@@ -82,7 +89,7 @@ func (a *Appender) Release() {
 		r.Release()
 	}
 	clear(a.pending)
-	a.pending, a.size = a.pending[:0], 0
+	a.pending, a.present, a.size = a.pending[:0], a.present[:0], 0
 }
 
 // Write conforms recs and writes them (in atomic writes of up to
@@ -101,14 +108,15 @@ func (t *Table) Write(ctx context.Context, recs ...arrow.RecordBatch) (int64, er
 
 // append stores one write's encoded batches, one list per bucket, if the
 // table's definition is still def.
-func (t *Table) append(def *catalog.Table, parts [][]columnarlog.Batch) error {
+func (t *Table) append(def *catalog.Table, parts [][]columnarlog.Batch) ([][]columnarlog.AppendResult, error) {
 	t.defMu.RLock()
 	defer t.defMu.RUnlock()
 	if cur := t.Def(); cur.SchemaID != def.SchemaID {
-		return fmt.Errorf("write to %s: %w (schema version %d, now %d): nothing was written; retry the write", def.FullName(), ErrSchemaChanged, def.SchemaID, cur.SchemaID)
+		return nil, fmt.Errorf("write to %s: %w (schema version %d, now %d): nothing was written; retry the write", def.FullName(), ErrSchemaChanged, def.SchemaID, cur.SchemaID)
 	}
-	if _, err := t.log.Append(parts); err != nil {
-		return fmt.Errorf("write to %s: %w", def.FullName(), err)
+	res, err := t.log.Append(parts)
+	if err != nil {
+		return nil, fmt.Errorf("write to %s: %w", def.FullName(), err)
 	}
-	return nil
+	return res, nil
 }

@@ -46,7 +46,29 @@ func (t *Table) LogRanges() []Range {
 // columns cols (indexes into ChangelogSchema; the table's own columns have
 // the same indexes there). A table without a lake reports the log's
 // out-of-range error.
+//
+// For a primary-key table, ReadRange returns the table's state, not its
+// changelog: the live rows (each live key's current row) of r's bucket
+// from r.From up to the end of the state at the time of the call (which
+// may be past r.To: the rows of keys changed since the capture are then
+// in their newer place), all decoded and sent through rec as the table's
+// columns cols (nil: all).
 func (t *Table) ReadRange(ctx context.Context, r Range, cols []int, rec func(arrow.RecordBatch) error, batch func(columnarlog.Batch) error) error {
+	if st := t.pkView(); st != nil {
+		if r.Bucket < 0 || r.Bucket >= len(st.ends) {
+			return fmt.Errorf("read %s: bucket %d out of range", t.Name(), r.Bucket)
+		}
+		r.To = st.ends[r.Bucket]
+		def := t.Def()
+		dec := newDecoder(def, scan.Columns(cols, len(def.Columns)), t.mem).cached(t.cache, r.Bucket)
+		return t.readLive(ctx, r, st, nil, dec.decode, rec)
+	}
+	return t.readRange(ctx, r, cols, rec, batch)
+}
+
+// readRange is ReadRange of the stored records, the changelog of a
+// primary-key table.
+func (t *Table) readRange(ctx context.Context, r Range, cols []int, rec func(arrow.RecordBatch) error, batch func(columnarlog.Batch) error) error {
 	// next is where the log read got to: retention may delete the
 	// segment after the one being read, and the rows sent stay sent.
 	next := r.From
@@ -206,6 +228,9 @@ type logPlan struct {
 	prune *pruner
 	// cache holds decoded columns; nil when the scan reads around it.
 	cache *Cache
+	// pk is the captured state of a primary-key table read: the parts
+	// return its live records. nil for log tables and the changelog.
+	pk *pkState
 }
 
 func (p *logPlan) Schema() *arrow.Schema { return p.schema }
@@ -224,6 +249,15 @@ func (p *logPart) Open(ctx context.Context) (scan.RecordStream, error) {
 	return scan.Produce(ctx, 2, func(ctx context.Context, send func(arrow.RecordBatch) bool) error {
 		decode := p.decoder()
 		prune := p.plan.prune
+		if st := p.plan.pk; st != nil {
+			return p.plan.t.readLive(ctx, p.r, st, prune, decode, func(rec arrow.RecordBatch) error {
+				rec.Retain()
+				if !send(rec) {
+					return ctx.Err()
+				}
+				return nil
+			})
+		}
 		fromLake := func(rec arrow.RecordBatch) error {
 			rec.Retain()
 			if !send(rec) {
@@ -231,7 +265,7 @@ func (p *logPart) Open(ctx context.Context) (scan.RecordStream, error) {
 			}
 			return nil
 		}
-		return p.plan.t.ReadRange(ctx, p.r, p.plan.cols, fromLake, func(b columnarlog.Batch) error {
+		return p.plan.t.readRange(ctx, p.r, p.plan.cols, fromLake, func(b columnarlog.Batch) error {
 			if prune != nil {
 				if ok, err := prune.mayMatch(b, p.r.Bucket); err != nil || !ok {
 					return err

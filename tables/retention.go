@@ -13,6 +13,8 @@ import (
 // keeps every segment not yet tiered (below the bucket's tiered offset),
 // whatever its age, since the log is then the only copy; with no tiered
 // offset known yet, it keeps them all.
+// A primary-key table also keeps every segment from the one holding its
+// oldest live record on (retention never removes a key's current row).
 // It returns the number of segments deleted.
 func (s *Store) ApplyRetention() (int, error) {
 	s.mu.Lock()
@@ -31,6 +33,15 @@ func (s *Store) ApplyRetention() (int, error) {
 				floor = 0
 				if b < len(tiered) {
 					floor = tiered[b]
+				}
+			}
+			if st := t.pkView(); st != nil {
+				// A primary-key table's live records are its state: the
+				// segments holding one are kept, whatever their age.
+				if first := st.live[b].first(); first >= 0 {
+					floor = min(floor, first)
+				} else {
+					floor = min(floor, st.ends[b])
 				}
 			}
 			n, err := t.log.Bucket(b).ApplyRetention(columnarlog.Retention{MaxAge: def.Options.LogRetention, Floor: floor})

@@ -12,9 +12,12 @@ import (
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/cockroachdb/pebble/v2"
+	pebblevfs "github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/lakestream/lakestream/catalog"
 	"github.com/lakestream/lakestream/columnarlog"
+	"github.com/lakestream/lakestream/internal/vfs"
 )
 
 // Config configures a Store. Zero fields take their defaults.
@@ -32,7 +35,22 @@ type Config struct {
 	// in memory (Cache), shared by every table. Default 1 GiB; negative
 	// disables the cache.
 	CacheBytes int64
-	Logger     *slog.Logger
+	// KeyIndex configures the key indexes of primary-key tables.
+	KeyIndex KeyIndexConfig
+	Logger   *slog.Logger
+}
+
+// KeyIndexConfig configures the key indexes of primary-key tables (one
+// pebble database per table, in the table's directory; docs/architecture.md).
+type KeyIndexConfig struct {
+	// FS is the key indexes' filesystem. Default: the operating system's
+	// when the log's is; otherwise (tests over an in-memory log) an
+	// in-memory one of the store's, which is correct since an index is
+	// derived from the log: it is rebuilt from it at every open.
+	FS pebblevfs.FS
+	// CacheBytes bounds the block cache shared by every key index of the
+	// store. Default 256 MiB.
+	CacheBytes int64
 }
 
 // Store holds the open tables of a node. It is safe for concurrent use.
@@ -41,9 +59,10 @@ type Config struct {
 // the node serves the others, and every read and write of it answers
 // ErrQuarantined with the reason (quarantine.go).
 type Store struct {
-	cfg   Config
-	cat   *catalog.Catalog
-	cache *Cache
+	cfg     Config
+	cat     *catalog.Catalog
+	cache   *Cache
+	kvCache *pebble.Cache // shared by the key indexes
 
 	lake atomic.Pointer[lakeRef] // SetLake
 
@@ -116,7 +135,17 @@ func Open(ctx context.Context, cat *catalog.Catalog, cfg Config) (*Store, error)
 	if cfg.CacheBytes == 0 {
 		cfg.CacheBytes = 1 << 30
 	}
+	if cfg.KeyIndex.FS == nil {
+		cfg.KeyIndex.FS = pebblevfs.NewMem()
+		if cfg.Log.FS == vfs.Default {
+			cfg.KeyIndex.FS = pebblevfs.Default
+		}
+	}
+	if cfg.KeyIndex.CacheBytes <= 0 {
+		cfg.KeyIndex.CacheBytes = 256 << 20
+	}
 	s := &Store{cfg: cfg, cat: cat, open: map[int64]*Table{}, quarantined: map[int64]Quarantined{}, cache: NewCache(cfg.CacheBytes)}
+	s.kvCache = pebble.NewCache(cfg.KeyIndex.CacheBytes)
 	if err := cfg.Log.FS.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open tables: %w", err)
 	}
@@ -185,6 +214,11 @@ func (s *Store) openLog(def *catalog.Table, create bool) (*Table, error) {
 	}
 	t := &Table{store: s, log: tl, mem: s.cfg.Mem, cache: s.cache, limit: s.cfg.Limits}
 	t.def.Store(def)
+	if def.HasPrimaryKey() {
+		if err := s.openPK(t, dir); err != nil {
+			return nil, errors.Join(err, tl.Close())
+		}
+	}
 	return t, nil
 }
 
@@ -427,8 +461,8 @@ func (s *Store) retire(id int64) (*Table, error) {
 	delete(s.open, id)
 	s.mu.Unlock()
 	if t != nil {
-		if err := t.log.Close(); err != nil {
-			s.cfg.Logger.Warn("closing the log of a table being dropped", "table", t.Name(), "error", err)
+		if err := t.close(); err != nil {
+			s.cfg.Logger.Warn("closing a table being dropped", "table", t.Name(), "error", err)
 		}
 	}
 	dir := s.dir(id)
@@ -480,6 +514,11 @@ func (s *Store) removeDropped(id int64) {
 	delete(s.quarantined, id)
 	s.mu.Unlock()
 	s.cache.dropTable(id)
+	// On the OS filesystem the key index moved with the directory; on a
+	// filesystem of its own it is where the table had it.
+	if err := s.cfg.KeyIndex.FS.RemoveAll(filepath.Join(s.dir(id), KeyIndexDir)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		s.cfg.Logger.Warn("removing the key index of a dropped table", "table", id, "error", err)
+	}
 	dir := s.dir(id) + droppedSuffix
 	if err := s.cfg.Log.FS.RemoveAll(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
 		s.cfg.Logger.Warn("the data of a dropped table is deleted at the next start", "dir", dir, "error", err)
@@ -492,10 +531,14 @@ func (s *Store) Close() error {
 	defer s.mu.Unlock()
 	var errs []error
 	for id, t := range s.open {
-		errs = append(errs, t.log.Close())
+		errs = append(errs, t.close())
 		delete(s.open, id)
 	}
 	s.cache.purge()
+	if s.kvCache != nil {
+		s.kvCache.Unref()
+		s.kvCache = nil
+	}
 	return errors.Join(errs...)
 }
 

@@ -23,6 +23,7 @@ type Table struct {
 	log   *columnarlog.TableLog
 	mem   memory.Allocator
 	cache *Cache        // decoded columns of read batches; nil: none
+	pk    *pkTable      // the key index of a primary-key table; nil: a log table
 	rr    atomic.Uint64 // round-robin bucket of the next keyless batch
 	limit Limits
 

@@ -54,6 +54,10 @@ type View struct {
 
 	lake TableLake // the lake Lake came from
 	def  *catalog.Table
+	// pk is the state of a primary-key table a LayerTable read sees: its
+	// Ranges hold the changelog, of which the read returns the live
+	// records (one per live key). nil for log tables and other layers.
+	pk *pkState
 }
 
 // captureAttempts bounds the captures of one read: a capture is taken again
@@ -95,6 +99,13 @@ func notTiered(name string) error {
 // the rows in between would be in neither part.
 func (t *Table) captureOnce(layer Layer, lake TableLake) (*View, bool) {
 	v := &View{Table: t, Layer: layer, lake: lake, def: t.Def()}
+	if st := t.pkView(); st != nil && layer == LayerTable {
+		// The state of a primary-key table is the live records of its
+		// log (the lake side of primary-key tables is not built yet: its
+		// lake is not read).
+		v.pk, v.Ranges, v.lake = st, t.pkRanges(st), nil
+		return v, true
+	}
 	if lake != nil && layer != LayerChangelog {
 		v.Lake = lake.Snapshot()
 	}
@@ -115,8 +126,12 @@ func (t *Table) captureOnce(layer Layer, lake TableLake) (*View, bool) {
 	return v, whole
 }
 
-// Rows is the number of rows the view covers, before any pruning.
+// Rows is the number of rows the view covers, before any pruning: for a
+// primary-key table, its live keys.
 func (v *View) Rows() int64 {
+	if v.pk != nil {
+		return v.pk.Live()
+	}
 	n := v.Lake.Rows
 	for _, r := range v.Ranges {
 		n += r.To - r.From
@@ -163,6 +178,7 @@ func (v *View) Plan(ctx context.Context, req scan.Request) (scan.Plan, error) {
 		if err != nil {
 			return nil, err
 		}
+		lp.pk = v.pk
 		parts = append(parts, lp.Parts()...)
 	}
 	return scan.NewPlan(out, parts), nil

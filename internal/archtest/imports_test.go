@@ -46,6 +46,13 @@ var forbidden = map[string][]string{
 // onlyImports lists, for each package (prefix), the only project packages
 // it may import, each with the reason it may.
 var onlyImports = map[string]map[string]string{
+	// The key index is a storage engine's wrapper: it knows nothing of
+	// logs, tables or SQL.
+	"tables/keyindex": {},
+	// The merge engines are pure functions over encoded rows.
+	"tables/merge": {
+		"internal/rowenc": "the rows it merges are rowenc values",
+	},
 	// bench measures nodes that node.Start starts; it must not wire a
 	// node's parts (catalog, columnarlog, tables, flightsrv, planner) itself,
 	// or its copy of the wiring goes stale when node's changes.

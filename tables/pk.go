@@ -1,0 +1,296 @@
+package tables
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/lakestream/lakestream/catalog"
+	"github.com/lakestream/lakestream/columnarlog"
+	"github.com/lakestream/lakestream/internal/bucket"
+	"github.com/lakestream/lakestream/internal/rowenc"
+	"github.com/lakestream/lakestream/tables/keyindex"
+	"github.com/lakestream/lakestream/tables/merge"
+)
+
+// A primary-key table keeps, next to its log, a key index (keyindex: each
+// live key's current row and the offset of the change record holding it)
+// and per bucket a live set (liveset.go: the offsets of those records).
+// Writes are upserts through the table's merge engine that append the
+// changes they make (+I, -U/+U, -D) to the log (pk_write.go); reads of the
+// table return the live records only (pk_read.go). The log is the source
+// of truth: the index is written unsynced after the log write, and on open
+// it replays the log above the offsets it covers (resync).
+// docs/architecture.md, "Primary-key tables", has the argument.
+
+// KeyIndexDir is the directory of a table's key index in its data
+// directory.
+const KeyIndexDir = "kv"
+
+// pkTable is the key-index side of a primary-key table.
+type pkTable struct {
+	t   *Table
+	idx *keyindex.Index
+	// mu serializes the writes and resyncs of the table: each reads the
+	// index state it then changes, and appends at the log's end.
+	mu sync.Mutex
+	// stale is set when a write reached the log but not the index (or the
+	// live sets): the next operation resyncs from the log first.
+	stale atomic.Bool
+	state atomic.Pointer[pkState]
+	lay   atomic.Pointer[pkLayout] // of the newest definition seen
+}
+
+// pkState is what reads of a primary-key table see: for each bucket, the
+// log end the state covers and the live set of records below it. It is
+// immutable; each write publishes a new one.
+type pkState struct {
+	ends []int64
+	live []*liveSet
+}
+
+// Live is the number of live keys.
+func (s *pkState) Live() int64 {
+	var n int64
+	for _, l := range s.live {
+		if l != nil {
+			n += l.count
+		}
+	}
+	return n
+}
+
+// HasPrimaryKey reports whether the table is a primary-key table.
+func (t *Table) HasPrimaryKey() bool { return t.pk != nil }
+
+// openPK opens the key index of a primary-key table and brings it and the
+// live sets up to the log.
+func (s *Store) openPK(t *Table, dir string) error {
+	idx, err := keyindex.Open(filepath.Join(dir, KeyIndexDir), t.log.Buckets(), keyindex.Options{FS: s.cfg.KeyIndex.FS, Cache: s.kvCache, Logger: s.cfg.Logger})
+	if err != nil {
+		return err
+	}
+	p := &pkTable{t: t, idx: idx}
+	t.pk = p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.resyncLocked(context.Background()); err != nil {
+		return errors.Join(err, idx.Close())
+	}
+	return nil
+}
+
+// close closes the key index; the table's log is closed by the caller.
+func (p *pkTable) close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.idx.Close()
+}
+
+// pkLayout is what the writes and lookups of one definition need.
+type pkLayout struct {
+	def      *catalog.Table
+	schema   *arrow.Schema
+	codec    *rowenc.Codec
+	keyCols  []int
+	keyEnc   []rowenc.KeyFunc
+	engine   *merge.Engine
+	assigner *bucket.Assigner // nil: one bucket
+}
+
+// layout returns the layout of def, built once per schema version.
+func (p *pkTable) layout(def *catalog.Table) (*pkLayout, error) {
+	if l := p.lay.Load(); l != nil && l.def.SchemaID == def.SchemaID {
+		return l, nil
+	}
+	l, err := newPKLayout(def, p.t.log.Buckets())
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", def.FullName(), err)
+	}
+	if cur := p.lay.Load(); cur == nil || cur.def.SchemaID < def.SchemaID {
+		p.lay.Store(l)
+	}
+	return l, nil
+}
+
+func newPKLayout(def *catalog.Table, buckets int) (*pkLayout, error) {
+	schema := def.ArrowSchema()
+	codec, err := rowenc.NewCodec(schema.Fields())
+	if err != nil {
+		return nil, err
+	}
+	l := &pkLayout{def: def, schema: schema, codec: codec, keyCols: def.PrimaryKeyIndexes()}
+	for _, c := range l.keyCols {
+		enc, err := rowenc.KeyEncoder(schema.Field(c).Type)
+		if err != nil {
+			return nil, fmt.Errorf("primary key column %q: %w", schema.Field(c).Name, err)
+		}
+		l.keyEnc = append(l.keyEnc, enc)
+	}
+	if l.engine, err = newEngine(def); err != nil {
+		return nil, err
+	}
+	if keys := def.BucketKeyIndexes(); buckets > 1 {
+		if l.assigner, err = bucket.NewAssigner(schema, keys, buckets); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// newEngine is the merge engine of def's options.
+func newEngine(def *catalog.Table) (*merge.Engine, error) {
+	cols := make([]merge.Column, len(def.Columns))
+	keys := def.PrimaryKeyIndexes()
+	schema := def.ArrowSchema()
+	for i, c := range def.Columns {
+		cols[i] = merge.Column{Name: c.Name, Type: schema.Field(i).Type, NotNull: c.NotNull}
+		if agg, ok := def.Options.FieldAgg[c.Name]; ok {
+			cols[i].Agg = merge.Func(agg.Func)
+			cols[i].Delimiter = agg.Delimiter
+		}
+	}
+	for _, k := range keys {
+		cols[k].Key = true
+	}
+	kind := merge.Kind(def.Options.MergeEngine)
+	if kind == "" {
+		kind = merge.LastRow
+	}
+	return merge.New(kind, cols, def.ColumnIndex(def.Options.VersionColumn))
+}
+
+// key appends the encoded key of row i of cols to dst.
+func (l *pkLayout) key(dst []byte, cols []arrow.Array, i int) []byte {
+	for j, c := range l.keyCols {
+		dst = l.keyEnc[j](dst, cols[c], i)
+	}
+	return dst
+}
+
+// buckets assigns the rows of rec (of the table schema) to buckets.
+func (l *pkLayout) buckets(rec arrow.RecordBatch, out []int32) []int32 {
+	if l.assigner == nil {
+		out = out[:0]
+		for range rec.NumRows() {
+			out = append(out, 0)
+		}
+		return out
+	}
+	return l.assigner.Assign(rec, out)
+}
+
+// resyncLocked brings the index up to the log and rebuilds the live sets
+// from it: for each bucket, the index replays the change records above
+// the offset it covers; an index ahead of the log (which lost an
+// unsynced tail) or behind the log's retained start is rebuilt from the
+// retained log.
+func (p *pkTable) resyncLocked(ctx context.Context) error {
+	def := p.t.Def()
+	lay, err := p.layout(def)
+	if err != nil {
+		return err
+	}
+	n := p.t.log.Buckets()
+	ends := p.t.log.CommittedEnds()
+	st := &pkState{ends: make([]int64, n), live: make([]*liveSet, n)}
+	err = parallel(ctx, n, func(b int) error {
+		live, err := p.resyncBucket(ctx, lay, b, ends[b])
+		st.ends[b], st.live[b] = ends[b], live
+		if err != nil {
+			return fmt.Errorf("table %s bucket %d: key index: %w", def.FullName(), b, err)
+		}
+		return nil
+	})
+	if err != nil {
+		p.stale.Store(true)
+		return err
+	}
+	p.state.Store(st)
+	p.stale.Store(false)
+	return nil
+}
+
+func (p *pkTable) resyncBucket(ctx context.Context, lay *pkLayout, b int, end int64) (*liveSet, error) {
+	covered, err := p.idx.Covered(b)
+	if err != nil {
+		return nil, err
+	}
+	start := p.t.log.Bucket(b).Stats().Start
+	if covered > end || covered < start {
+		if err := p.idx.Reset(b, start); err != nil {
+			return nil, err
+		}
+		covered = start
+	}
+	if covered < end {
+		if err := p.replay(ctx, lay, b, covered, end); err != nil {
+			return nil, err
+		}
+	}
+	ed := (*liveSet)(nil).edit()
+	err = p.idx.Scan(b, func(_ []byte, e keyindex.Entry) error {
+		ed.set(e.Offset)
+		return nil
+	})
+	return ed.done(), err
+}
+
+// replay applies the change records of bucket b in [from, to) to the
+// index, one index batch per log batch.
+func (p *pkTable) replay(ctx context.Context, lay *pkLayout, b int, from, to int64) error {
+	all := make([]int, lay.schema.NumFields())
+	for i := range all {
+		all[i] = i
+	}
+	dec := newDecoder(lay.def, all, p.t.mem)
+	batch := p.idx.NewBatch(b)
+	vals := make([]rowenc.Value, len(all))
+	var key, buf, row []byte
+	return p.t.ReadBatches(ctx, Range{Bucket: b, From: from, To: to}, func(lb columnarlog.Batch) error {
+		cts, err := lb.ChangeTypes()
+		if err != nil {
+			return err
+		}
+		rec, err := dec.decode(lb)
+		if err != nil {
+			return err
+		}
+		defer rec.Release()
+		cols := rec.Columns()
+		for i := 0; i < int(rec.NumRows()); i++ {
+			off := lb.BaseOffset() + int64(i)
+			if off < from || off >= to {
+				continue
+			}
+			ct := columnarlog.AppendOnly
+			if cts != nil {
+				ct = columnarlog.ChangeType(cts[i])
+			}
+			key = lay.key(key[:0], cols, i)
+			switch ct {
+			case columnarlog.Insert, columnarlog.UpdateAfter, columnarlog.AppendOnly:
+				buf = lay.codec.Values(cols, i, buf[:0], vals)
+				row = lay.codec.AppendRow(row[:0], vals)
+				batch.Set(key, off, row)
+			case columnarlog.Delete:
+				batch.Delete(key)
+			}
+		}
+		return batch.Commit(min(lb.NextOffset(), to))
+	})
+}
+
+// close closes the table: its key index, then its log.
+func (t *Table) close() error {
+	var err error
+	if t.pk != nil {
+		err = t.pk.close()
+	}
+	return errors.Join(err, t.log.Close())
+}

@@ -1,0 +1,135 @@
+package tables_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lakestream/lakestream/catalog"
+	"github.com/lakestream/lakestream/tables"
+)
+
+const (
+	benchKeys  = 1 << 20 // the key space
+	benchBatch = 64 << 10
+)
+
+// pkBenchRecord is benchBatch rows of random keys below keys (sequential
+// from `from` when seq).
+func pkBenchRecord(mem memory.Allocator, r *rand.Rand, from, keys int64, seq bool) arrow.RecordBatch {
+	s := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "name", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "n", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "amount", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(mem, s)
+	defer b.Release()
+	for i := int64(0); i < benchBatch; i++ {
+		id := from + i
+		if !seq {
+			id = r.Int64N(keys)
+		}
+		b.Field(0).(*array.Int64Builder).Append(id)
+		b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("name-%d", id%1000))
+		b.Field(2).(*array.Int64Builder).Append(r.Int64N(1000))
+		b.Field(3).(*array.Float64Builder).Append(r.Float64())
+	}
+	return b.NewRecordBatch()
+}
+
+// loadPKBench opens a store in a temporary directory with a table of
+// benchKeys keys, written in 64Ki-row writes (sequential keys).
+func loadPKBench(b *testing.B) (*tables.Table, func()) {
+	b.Helper()
+	ctx := context.Background()
+	dir := b.TempDir()
+	cat, err := catalog.Open(ctx, filepath.Join(dir, "catalog.db"), catalog.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := tables.Open(ctx, cat, tables.Config{Dir: filepath.Join(dir, "tables")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := func() {
+		if err := st.Close(); err != nil {
+			b.Error(err)
+		}
+		cat.Close()
+	}
+	stmt, err := catalog.Parse(`CREATE TABLE kv (id BIGINT, name VARCHAR, n BIGINT, amount DOUBLE, PRIMARY KEY (id)) WITH ('bucket.num' = '4')`)
+	if err == nil {
+		err = st.Exec(ctx, stmt)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	tbl, err := st.Get(ctx, "", "kv")
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 1))
+	for from := int64(0); from < benchKeys; from += benchBatch {
+		rec := pkBenchRecord(memory.DefaultAllocator, r, from, benchKeys, true)
+		if _, err := tbl.Write(ctx, rec); err != nil {
+			b.Fatal(err)
+		}
+		rec.Release()
+	}
+	return tbl, done
+}
+
+func BenchmarkPKUpsert(b *testing.B) {
+	tbl, done := loadPKBench(b)
+	defer done()
+	r := rand.New(rand.NewPCG(2, 2))
+	ctx := context.Background()
+	b.ResetTimer()
+	for b.Loop() {
+		b.StopTimer()
+		rec := pkBenchRecord(memory.DefaultAllocator, r, 0, benchKeys, false)
+		b.StartTimer()
+		if _, err := tbl.Write(ctx, rec); err != nil {
+			b.Fatal(err)
+		}
+		rec.Release()
+	}
+	b.ReportMetric(float64(b.N*benchBatch)/b.Elapsed().Seconds(), "rows/s")
+}
+
+func BenchmarkPKLookupBatch(b *testing.B) {
+	tbl, done := loadPKBench(b)
+	defer done()
+	r := rand.New(rand.NewPCG(3, 3))
+	ctx := context.Background()
+	const perCall = 1000
+	kb := array.NewInt64Builder(memory.DefaultAllocator)
+	defer kb.Release()
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	b.ResetTimer()
+	for b.Loop() {
+		for range perCall {
+			kb.Append(r.Int64N(benchKeys))
+		}
+		a := kb.NewArray()
+		keys := array.NewRecordBatch(schema, []arrow.Array{a}, perCall)
+		a.Release()
+		rec, err := tbl.Lookup(ctx, keys, nil)
+		keys.Release()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if rec.NumRows() != perCall {
+			b.Fatalf("%d rows for %d keys", rec.NumRows(), perCall)
+		}
+		rec.Release()
+	}
+	b.ReportMetric(float64(b.N*perCall)/b.Elapsed().Seconds(), "keys/s")
+}

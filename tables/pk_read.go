@@ -1,0 +1,179 @@
+package tables
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lakestream/lakestream/columnarlog"
+	"github.com/lakestream/lakestream/internal/scan"
+	"github.com/lakestream/lakestream/tables/keyindex"
+)
+
+// pkView returns the state reads of the table see now; nil for a log
+// table.
+func (t *Table) pkView() *pkState {
+	if t.pk == nil {
+		return nil
+	}
+	return t.pk.state.Load()
+}
+
+// pkRanges are the log ranges a read of state covers: each bucket from
+// its retained start (retention keeps every live record, retention.go) to
+// the end the state covers.
+func (t *Table) pkRanges(st *pkState) []Range {
+	var out []Range
+	for b, end := range st.ends {
+		from := t.log.Bucket(b).Stats().Start
+		if end > from {
+			out = append(out, Range{Bucket: b, From: from, To: end})
+		}
+	}
+	return out
+}
+
+// readLive sends the live rows of r under state st, decoded as the
+// columns cols of the table: a batch with no live record is skipped
+// without being decoded, the others are filtered by the live set. send
+// does not own the record it is given.
+func (t *Table) readLive(ctx context.Context, r Range, st *pkState, prune *pruner, decode func(columnarlog.Batch) (arrow.RecordBatch, error), send func(arrow.RecordBatch) error) error {
+	live := st.live[r.Bucket]
+	r.To = min(r.To, st.ends[r.Bucket])
+	return t.ReadBatches(ctx, r, func(b columnarlog.Batch) error {
+		from, to := max(b.BaseOffset(), r.From), min(b.NextOffset(), r.To)
+		if !live.anyIn(from, to) {
+			return nil
+		}
+		if prune != nil {
+			if ok, err := prune.mayMatch(b, r.Bucket); err != nil || !ok {
+				return err
+			}
+		}
+		rec, err := decode(b)
+		if err != nil {
+			return err
+		}
+		defer rec.Release()
+		out, err := filterLive(compute.WithAllocator(ctx, t.mem), rec, b.BaseOffset(), from, to, live, t.mem)
+		if err != nil || out == nil {
+			return err
+		}
+		defer out.Release()
+		return send(out)
+	})
+}
+
+// filterLive keeps the rows of rec (the records of a batch at base) whose
+// offsets in [from, to) are live; nil when none is.
+func filterLive(ctx context.Context, rec arrow.RecordBatch, base, from, to int64, live *liveSet, mem memory.Allocator) (arrow.RecordBatch, error) {
+	n := int(rec.NumRows())
+	bb := array.NewBooleanBuilder(mem)
+	defer bb.Release()
+	bb.Reserve(n)
+	kept := 0
+	for i := 0; i < n; i++ {
+		off := base + int64(i)
+		ok := off >= from && off < to && live.has(off)
+		if ok {
+			kept++
+		}
+		bb.UnsafeAppend(ok)
+	}
+	if kept == 0 {
+		return nil, nil
+	}
+	if kept == n {
+		rec.Retain()
+		return rec, nil
+	}
+	m := bb.NewArray()
+	defer m.Release()
+	return compute.FilterRecordBatch(ctx, rec, m, compute.DefaultFilterOptions())
+}
+
+// Lookup returns the current rows of the keys in keys (a record of the
+// key columns, by name), from the key index without a scan: one row per
+// key found, in input order (a key given twice is returned twice),
+// projected to the table's columns cols (nil: all). Many keys per call
+// are cheap: they are sorted and read through one iterator per bucket.
+func (t *Table) Lookup(ctx context.Context, keys arrow.RecordBatch, cols []int) (arrow.RecordBatch, error) {
+	if t.pk == nil {
+		return nil, fmt.Errorf("lookup in %s: %w", t.Name(), ErrNotPrimaryKey)
+	}
+	def := t.Def()
+	p := t.pk
+	if p.stale.Load() {
+		p.mu.Lock()
+		err := p.resyncLocked(ctx)
+		p.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+	}
+	lay, err := p.layout(def)
+	if err != nil {
+		return nil, err
+	}
+	schema := lay.schema
+	cols = scan.Columns(cols, schema.NumFields())
+	out, err := scan.ProjectSchema(schema, cols)
+	if err != nil {
+		return nil, fmt.Errorf("lookup in %s: %w", def.FullName(), err)
+	}
+	rec, _, err := conformPK(def, keys, t.mem, true)
+	if err != nil {
+		return nil, err
+	}
+	defer rec.Release()
+	n := t.log.Buckets()
+	refs := make([][]rowRef, n)
+	ids := lay.buckets(rec, nil)
+	var arena []byte
+	for r, b := range ids {
+		start := len(arena)
+		arena = lay.key(arena, rec.Columns(), r)
+		refs[b] = append(refs[b], rowRef{row: int32(r), key: arena[start:len(arena):len(arena)]})
+	}
+	rows := make([][]byte, rec.NumRows()) // by input row; nil: not found
+	err = parallel(ctx, n, func(b int) error {
+		return p.lookupBucket(b, refs[b], rows)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lookup in %s: %w", def.FullName(), err)
+	}
+	rb := array.NewRecordBuilder(t.mem, out)
+	defer rb.Release()
+	for _, row := range rows {
+		if row == nil {
+			continue
+		}
+		if _, err := lay.codec.AppendRowTo(rb.Fields(), cols, row, nil); err != nil {
+			return nil, fmt.Errorf("lookup in %s: key index row: %w", def.FullName(), err)
+		}
+	}
+	return rb.NewRecordBatch(), nil
+}
+
+// lookupBucket reads the rows of one bucket's keys, in key order, into
+// rows by input row.
+func (p *pkTable) lookupBucket(b int, refs []rowRef, rows [][]byte) error {
+	if len(refs) == 0 {
+		return nil
+	}
+	slices.SortFunc(refs, func(x, y rowRef) int { return bytes.Compare(x.key, y.key) })
+	keys := make([][]byte, len(refs))
+	for i, r := range refs {
+		keys[i] = r.key
+	}
+	return p.idx.Get(b, keys, func(i int, e keyindex.Entry) error {
+		rows[refs[i].row] = bytes.Clone(e.Row)
+		return nil
+	})
+}

@@ -1,0 +1,116 @@
+package tables_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/lakestream/lakestream/tables"
+)
+
+// pkRows reads the table's state through the engine's scan interface.
+func pkRows(t *testing.T, e *env, name string) []string {
+	t.Helper()
+	st, err := e.store.Table(context.Background(), "", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rows := scanPlan(t, st, nil)
+	return sorted(rows)
+}
+
+// pkLookup looks keys up and returns the rows found.
+func pkLookup(t *testing.T, e *env, tbl *tables.Table, keys arrow.RecordBatch) []string {
+	t.Helper()
+	defer keys.Release()
+	rec, err := tbl.Lookup(context.Background(), keys, nil)
+	if err != nil {
+		t.Fatalf("lookup: %v", err)
+	}
+	defer rec.Release()
+	return rowStrings(rec)
+}
+
+func TestPKUpsertDeleteLookup(t *testing.T) {
+	e := newEnv(t, nil)
+	e.mustExec(`CREATE TABLE kv (id BIGINT, v VARCHAR, n BIGINT, PRIMARY KEY (id)) WITH ('bucket.num' = '3')`)
+	tbl := e.table("kv")
+	if !tbl.HasPrimaryKey() {
+		t.Fatal("HasPrimaryKey false")
+	}
+	e.write(tbl, record(t, e.mem, i64("id", false, 1, 2, 3), str("v", "a", "b", "c"), i64("n", true, 10, 20, 30)))
+	e.write(tbl, record(t, e.mem, i64("id", false, 2, 4, 2), str("v", "b2", "d", "b3"), i64("n", true, 21, 40, 22)))
+	sameRows(t, "state", pkRows(t, e, "kv"), sorted([]string{"1|a|10", "2|b3|22", "3|c|30", "4|d|40"}))
+
+	// A partial update changes only the columns carried.
+	e.write(tbl, record(t, e.mem, i64("id", false, 1), i64("n", true, 11)))
+	sameRows(t, "after partial", pkRows(t, e, "kv"), sorted([]string{"1|a|11", "2|b3|22", "3|c|30", "4|d|40"}))
+
+	keys := record(t, e.mem, i64("id", false, 3, 9, 1))
+	n, err := tbl.Delete(context.Background(), keys)
+	keys.Release()
+	if err != nil || n != 2 {
+		t.Fatalf("delete: %d, %v", n, err)
+	}
+	sameRows(t, "after delete", pkRows(t, e, "kv"), sorted([]string{"2|b3|22", "4|d|40"}))
+	got := pkLookup(t, e, tbl, record(t, e.mem, i64("id", false, 4, 1, 2, 4)))
+	sameRows(t, "lookup", got, []string{"4|d|40", "2|b3|22", "4|d|40"})
+
+	ow := record(t, e.mem, i64("id", false, 2, 5), str("v", nil, "e"), i64("n", true, nil, 50))
+	if n, err := tbl.Overwrite(context.Background(), ow); err != nil || n != 2 {
+		t.Fatalf("overwrite: %d, %v", n, err)
+	}
+	ow.Release()
+	want := sorted([]string{"2|(null)|(null)", "4|d|40", "5|e|50"})
+	sameRows(t, "after overwrite", pkRows(t, e, "kv"), want)
+
+	cl, err := e.store.Table(context.Background(), "", "kv$changelog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rows := scanPlan(t, cl, []int{0, 1, 2, 3})
+	wantCL := sorted([]string{
+		"1|a|10|+I", "2|b|20|+I", "3|c|30|+I",
+		"2|b|20|-U", "2|b3|22|+U", "4|d|40|+I",
+		"1|a|10|-U", "1|a|11|+U",
+		"1|a|11|-D", "3|c|30|-D",
+		"2|b3|22|-U", "2|(null)|(null)|+U", "5|e|50|+I",
+	})
+	sameRows(t, "changelog", sorted(rows), wantCL)
+
+	e.reopen()
+	tbl = e.table("kv")
+	sameRows(t, "state after reopen", pkRows(t, e, "kv"), want)
+	got = pkLookup(t, e, tbl, record(t, e.mem, i64("id", false, 5, 1)))
+	sameRows(t, "lookup after reopen", got, []string{"5|e|50"})
+}
+
+func TestPKWriteValidation(t *testing.T) {
+	e := newEnv(t, nil)
+	e.mustExec(`CREATE TABLE kv (id BIGINT, v VARCHAR NOT NULL, PRIMARY KEY (id))`)
+	tbl := e.table("kv")
+	var se *tables.SchemaError
+	rec := record(t, e.mem, str("v", "a"))
+	_, err := tbl.Write(context.Background(), rec)
+	rec.Release()
+	if !errors.As(err, &se) {
+		t.Fatalf("write without the key: %v", err)
+	}
+	rec = record(t, e.mem, i64("id", true, nil), str("v", "a"))
+	_, err = tbl.Write(context.Background(), rec)
+	rec.Release()
+	if !errors.As(err, &se) {
+		t.Fatalf("write with a null key: %v", err)
+	}
+	rec = record(t, e.mem, i64("id", false, 1))
+	_, err = tbl.Write(context.Background(), rec)
+	rec.Release()
+	if !errors.As(err, &se) {
+		t.Fatalf("partial write of a new key without its NOT NULL column: %v", err)
+	}
+	e.write(tbl, record(t, e.mem, i64("id", false, 1), str("v", "a")))
+	e.write(tbl, record(t, e.mem, i64("id", false, 1))) // an existing key: v is kept
+	sameRows(t, "state", pkRows(t, e, "kv"), []string{"1|a"})
+}
