@@ -171,3 +171,26 @@ func BenchmarkLogAppend64K(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*benchBatch)/b.Elapsed().Seconds(), "rows/s")
 }
+
+// BenchmarkPKLookupOne is a point lookup: one key per call.
+func BenchmarkPKLookupOne(b *testing.B) {
+	tbl, done := loadPKBench(b)
+	defer done()
+	r := rand.New(rand.NewPCG(4, 4))
+	ctx := context.Background()
+	kb := array.NewInt64Builder(memory.DefaultAllocator)
+	defer kb.Release()
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	for b.Loop() {
+		kb.Append(r.Int64N(benchKeys))
+		a := kb.NewArray()
+		keys := array.NewRecordBatch(schema, []arrow.Array{a}, 1)
+		a.Release()
+		rec, err := tbl.Lookup(ctx, keys, nil)
+		keys.Release()
+		if err != nil || rec.NumRows() != 1 {
+			b.Fatalf("lookup: %v", err)
+		}
+		rec.Release()
+	}
+}

@@ -95,10 +95,9 @@ func (t *Table) writePK(ctx context.Context, def *catalog.Table, inputs []pkInpu
 		res.rows += in.rec.NumRows()
 	}
 	changes := make([]*bucketChanges, n)
-	err = parallel(ctx, n, func(b int) error {
-		if len(refs[b]) == 0 {
-			return nil
-		}
+	used := nonEmpty(refs)
+	err = parallel(ctx, len(used), func(i int) error {
+		b := used[i]
 		c, err := p.prepare(lay, b, refs[b], inputs)
 		changes[b] = c
 		return err
@@ -136,11 +135,15 @@ func (t *Table) writePK(ctx context.Context, def *catalog.Table, inputs []pkInpu
 func (p *pkTable) apply(ctx context.Context, changes []*bucketChanges, appended [][]columnarlog.AppendResult) error {
 	old := p.state.Load()
 	st := &pkState{ends: slices.Clone(old.ends), live: slices.Clone(old.live)}
-	err := parallel(ctx, len(changes), func(b int) error {
-		c := changes[b]
-		if c == nil || c.records == 0 {
-			return nil
+	var used []int
+	for b, c := range changes {
+		if c != nil && c.records > 0 {
+			used = append(used, b)
 		}
+	}
+	err := parallel(ctx, len(used), func(i int) error {
+		b := used[i]
+		c := changes[b]
 		base := appended[b][0].BaseOffset
 		batch := p.idx.NewBatch(b, c.indexBytes)
 		ed := old.live[b].edit()
