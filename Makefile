@@ -51,7 +51,8 @@ test-go: build venv
 FUZZTIME ?= 4s
 FUZZ_TARGETS := ./columnarlog:FuzzBatch ./columnarlog:FuzzOpenSegment \
 	./flightsrv:FuzzDecodeTicket ./flightsrv:FuzzPathTable ./catalog:FuzzParse \
-	./planner:FuzzClassify ./planner:FuzzParseOffsets ./internal/arrowmsg:FuzzValidate
+	./planner:FuzzClassify ./planner:FuzzParseOffsets ./internal/arrowmsg:FuzzValidate \
+	./internal/rowenc:FuzzDecode
 
 test-fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -16,8 +16,9 @@
 // reading (pipe.go, window.go, budget.go). Primary-key tables (pk.go,
 // lookup.go): DELETE and UPDATE run their selection in the engine and the
 // table applies it; point and batch lookups are answered by Table.Lookup
-// without a scan; plain scans read the state through the engine, since
-// their log holds the changelog. errors.go is the one place that
+// without a scan; their plain scans stream each bucket's live rows
+// (tables.Table.ReadRange decodes them), since their log holds the
+// changelog. errors.go is the one place that
 // maps errors to gRPC status codes. docs/flight.md documents tickets,
 // descriptors, headers and the memory of streams.
 //

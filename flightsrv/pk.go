@@ -3,11 +3,9 @@ package flightsrv
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/flight"
 
 	"github.com/lakestream/lakestream/planner"
 	"github.com/lakestream/lakestream/tables"
@@ -20,7 +18,8 @@ import (
 // is read to its end before the write starts, so the statement never
 // reads its own changes. Between the two a concurrent write of the same
 // keys may land; the statement's write then wins (last writer wins, as
-// for any two writes of a key).
+// for any two writes of a key: an UPDATE of a row deleted in between
+// writes it again, as Overwrite does for a key without a row).
 
 // execDelete runs a DELETE once per argument row (nil: once, without
 // parameters) and returns how many rows it deleted.
@@ -163,32 +162,14 @@ func (s *Server) describeDML(ctx context.Context, st *planner.Statement) (*arrow
 	return emptySchema, params, err
 }
 
-// stateScanInfo plans a plain scan of a primary-key table (SQL or a PATH
-// descriptor). Its log holds the changelog, not the rows, so the stored
-// batches are not the table: the scan runs in the engine over the table's
-// state, one row per live key, with the schema a plain scan announces.
-func (s *Server) stateScanInfo(r *plainScan, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
-	if s.engine == nil {
-		return nil, fmt.Errorf("%w: scans of primary-key tables need the query engine", errUnsupported)
+// scanRows is the row count a scan's FlightInfo announces: rows, the
+// capture's, for a log table; unknown (-1) for a primary-key table, whose
+// scan reads each bucket's state as it is at DoGet (tables.Table.ReadRange
+// streams a PK bucket's live rows, not its changelog batches), so a count
+// taken at planning could differ from the rows sent.
+func scanRows(r *plainScan, rows int64) int64 {
+	if r.layer == tables.LayerTable && r.def.HasPrimaryKey() {
+		return -1
 	}
-	var b strings.Builder
-	b.WriteString("SELECT ")
-	for i, c := range r.cols {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(planner.QuoteName(r.def.Columns[c].Name))
-	}
-	fmt.Fprintf(&b, " FROM %s.%s", planner.QuoteName(r.def.DB), planner.QuoteName(r.def.Name))
-	raw, err := (&ticket{Kind: "query", SQL: b.String()}).encode()
-	if err != nil {
-		return nil, err
-	}
-	return &flight.FlightInfo{
-		Schema:           flight.SerializeSchema(r.schema, s.opts.Mem),
-		FlightDescriptor: desc,
-		Endpoint:         []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: raw}}},
-		TotalRecords:     -1,
-		TotalBytes:       -1,
-	}, nil
+	return rows
 }

@@ -234,9 +234,6 @@ func (s *Server) scanInfo(ctx context.Context, ps *planner.PlainScan, desc *flig
 	if err != nil {
 		return nil, err
 	}
-	if r.layer == tables.LayerTable && r.def.HasPrimaryKey() {
-		return s.stateScanInfo(r, desc)
-	}
 	v, err := r.t.Capture(ctx, r.layer)
 	if err != nil {
 		return nil, err
@@ -257,7 +254,7 @@ func (s *Server) scanInfo(ctx context.Context, ps *planner.PlainScan, desc *flig
 	info := &flight.FlightInfo{
 		Schema:           flight.SerializeSchema(r.schema, s.opts.Mem),
 		FlightDescriptor: desc,
-		TotalRecords:     rows,
+		TotalRecords:     scanRows(r, rows),
 		TotalBytes:       -1,
 	}
 	parts := len(files) + len(v.Ranges)

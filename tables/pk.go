@@ -71,7 +71,17 @@ func (t *Table) HasPrimaryKey() bool { return t.pk != nil }
 // openPK opens the key index of a primary-key table and brings it and the
 // live sets up to the log.
 func (s *Store) openPK(t *Table, dir string) error {
-	idx, err := keyindex.Open(filepath.Join(dir, KeyIndexDir), t.log.Buckets(), keyindex.Options{FS: s.cfg.KeyIndex.FS, Cache: s.kvCache, Logger: s.cfg.Logger})
+	kvDir := filepath.Join(dir, KeyIndexDir)
+	opts := keyindex.Options{FS: s.cfg.KeyIndex.FS, Cache: s.kvCache, Logger: s.cfg.Logger}
+	idx, err := keyindex.Open(kvDir, t.log.Buckets(), opts)
+	if errors.Is(err, keyindex.ErrCorrupt) {
+		// The index is derived from the log: a damaged one is rebuilt.
+		s.cfg.Logger.Warn("the key index is damaged; it is rebuilt from the log", "table", t.Name(), "error", err)
+		if rerr := s.cfg.KeyIndex.FS.RemoveAll(kvDir); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+		idx, err = keyindex.Open(kvDir, t.log.Buckets(), opts)
+	}
 	if err != nil {
 		return err
 	}
@@ -249,7 +259,7 @@ func (p *pkTable) replay(ctx context.Context, lay *pkLayout, b int, from, to int
 		all[i] = i
 	}
 	dec := newDecoder(lay.def, all, p.t.mem)
-	batch := p.idx.NewBatch(b)
+	batch := p.idx.NewBatch(b, 1<<20)
 	vals := make([]rowenc.Value, len(all))
 	var key, buf, row []byte
 	return p.t.ReadBatches(ctx, Range{Bucket: b, From: from, To: to}, func(lb columnarlog.Batch) error {

@@ -3,6 +3,7 @@ package tables_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -33,6 +34,14 @@ func pkLookup(t *testing.T, e *env, tbl *tables.Table, keys arrow.RecordBatch) [
 	return rowStrings(rec)
 }
 
+// sameSeq compares rows in order.
+func sameSeq(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Errorf("%s:\n got %q\nwant %q", what, got, want)
+	}
+}
+
 func TestPKUpsertDeleteLookup(t *testing.T) {
 	e := newEnv(t, nil)
 	e.mustExec(`CREATE TABLE kv (id BIGINT, v VARCHAR, n BIGINT, PRIMARY KEY (id)) WITH ('bucket.num' = '3')`)
@@ -56,7 +65,7 @@ func TestPKUpsertDeleteLookup(t *testing.T) {
 	}
 	sameRows(t, "after delete", pkRows(t, e, "kv"), sorted([]string{"2|b3|22", "4|d|40"}))
 	got := pkLookup(t, e, tbl, record(t, e.mem, i64("id", false, 4, 1, 2, 4)))
-	sameRows(t, "lookup", got, []string{"4|d|40", "2|b3|22", "4|d|40"})
+	sameSeq(t, "lookup", got, []string{"4|d|40", "2|b3|22", "4|d|40"})
 
 	ow := record(t, e.mem, i64("id", false, 2, 5), str("v", nil, "e"), i64("n", true, nil, 50))
 	if n, err := tbl.Overwrite(context.Background(), ow); err != nil || n != 2 {
@@ -84,7 +93,7 @@ func TestPKUpsertDeleteLookup(t *testing.T) {
 	tbl = e.table("kv")
 	sameRows(t, "state after reopen", pkRows(t, e, "kv"), want)
 	got = pkLookup(t, e, tbl, record(t, e.mem, i64("id", false, 5, 1)))
-	sameRows(t, "lookup after reopen", got, []string{"5|e|50"})
+	sameSeq(t, "lookup after reopen", got, []string{"5|e|50"})
 }
 
 func TestPKWriteValidation(t *testing.T) {
@@ -113,4 +122,74 @@ func TestPKWriteValidation(t *testing.T) {
 	e.write(tbl, record(t, e.mem, i64("id", false, 1), str("v", "a")))
 	e.write(tbl, record(t, e.mem, i64("id", false, 1))) // an existing key: v is kept
 	sameRows(t, "state", pkRows(t, e, "kv"), []string{"1|a"})
+}
+
+// Rows stored before an ADD COLUMN read the new column as NULL; a partial
+// update sets it.
+func TestPKAddColumn(t *testing.T) {
+	e := newEnv(t, nil)
+	e.mustExec(`CREATE TABLE kv (id BIGINT, v VARCHAR, PRIMARY KEY (id)) WITH ('bucket.num' = '2')`)
+	e.write(e.table("kv"), record(t, e.mem, i64("id", false, 1, 2), str("v", "a", "b")))
+	e.mustExec(`ALTER TABLE kv ADD COLUMN n BIGINT`)
+	tbl := e.table("kv")
+	sameRows(t, "after add column", pkRows(t, e, "kv"), []string{"1|a|(null)", "2|b|(null)"})
+	e.write(tbl, record(t, e.mem, i64("id", false, 2, 3), i64("n", true, 20, 30)))
+	want := []string{"1|a|(null)", "2|b|20", "3|(null)|30"}
+	sameRows(t, "after partial update", pkRows(t, e, "kv"), want)
+	got := pkLookup(t, e, tbl, record(t, e.mem, i64("id", false, 1, 2, 3)))
+	sameSeq(t, "lookup", got, want)
+	e.reopen()
+	sameRows(t, "after reopen", pkRows(t, e, "kv"), want)
+	got = pkLookup(t, e, e.table("kv"), record(t, e.mem, i64("id", false, 3, 1)))
+	sameSeq(t, "lookup after reopen", got, []string{"3|(null)|30", "1|a|(null)"})
+}
+
+// A table without a primary key keeps its append semantics, and the key
+// calls refuse it.
+func TestPKCallsOnLogTable(t *testing.T) {
+	e := newEnv(t, nil)
+	e.mustExec(`CREATE TABLE logs (id BIGINT, v VARCHAR)`)
+	tbl := e.table("logs")
+	e.write(tbl, record(t, e.mem, i64("id", true, 1, 1), str("v", "a", "a")))
+	sameRows(t, "log table", pkRows(t, e, "logs"), []string{"1|a", "1|a"})
+	keys := record(t, e.mem, i64("id", true, 1))
+	defer keys.Release()
+	if _, err := tbl.Delete(context.Background(), keys); !errors.Is(err, tables.ErrNotPrimaryKey) {
+		t.Errorf("delete: %v", err)
+	}
+	if _, err := tbl.Lookup(context.Background(), keys, nil); !errors.Is(err, tables.ErrNotPrimaryKey) {
+		t.Errorf("lookup: %v", err)
+	}
+	if tbl.HasPrimaryKey() {
+		t.Error("HasPrimaryKey of a log table")
+	}
+}
+
+// Lookup projects the columns asked for, and refuses columns that are not
+// keys.
+func TestPKLookupProjectsAndChecks(t *testing.T) {
+	e := newEnv(t, nil)
+	e.mustExec(`CREATE TABLE kv (r VARCHAR, id BIGINT, v VARCHAR, PRIMARY KEY (r, id)) WITH ('bucket.num' = '4')`)
+	tbl := e.table("kv")
+	e.write(tbl, record(t, e.mem, str("r", "eu", "us", "eu"), i64("id", false, 1, 1, 2), str("v", "a", "b", "c")))
+	keys := record(t, e.mem, i64("id", false, 2, 1, 1), str("r", "eu", "us", "xx"))
+	defer keys.Release()
+	rec, err := tbl.Lookup(context.Background(), keys, []int{2, 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameSeq(t, "projected lookup", rowStrings(rec), []string{"c|eu", "b|us"})
+	if rec.Schema().Field(0).Name != "v" {
+		t.Errorf("schema %v", rec.Schema())
+	}
+	rec.Release()
+	bad := record(t, e.mem, i64("id", false, 1), str("r", "eu"), str("v", "x"))
+	defer bad.Release()
+	var se *tables.SchemaError
+	if _, err := tbl.Lookup(context.Background(), bad, nil); !errors.As(err, &se) {
+		t.Errorf("lookup with a non-key column: %v", err)
+	}
+	if _, err := tbl.Delete(context.Background(), bad); !errors.As(err, &se) {
+		t.Errorf("delete with a non-key column: %v", err)
+	}
 }

@@ -3,6 +3,7 @@ package rowenc
 import (
 	"bytes"
 	"cmp"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -265,4 +266,31 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// TestPinnedBytes pins the examples of docs/format/keyindex.md.
+func TestPinnedBytes(t *testing.T) {
+	s := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "name", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "score", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+		{Name: "region", Type: arrow.BinaryTypes.String},
+	}, nil)
+	rec := readJSON(t, s, `[{"id": 5, "name": "ab", "score": null, "region": "eu"}]`)
+	defer rec.Release()
+	ie, _ := KeyEncoder(arrow.PrimitiveTypes.Int64)
+	se, _ := KeyEncoder(arrow.BinaryTypes.String)
+	key := se(ie(nil, rec.Column(0), 0), rec.Column(3), 0)
+	if got, want := fmt.Sprintf("% x", key), "80 00 00 00 00 00 00 05 65 75 00 01"; got != want {
+		t.Errorf("key bytes %s, want %s", got, want)
+	}
+	c, err := NewCodec(s.Fields()[:3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := make([]Value, 3)
+	c.Values(rec.Columns()[:3], 0, nil, vals)
+	if got, want := fmt.Sprintf("% x", c.AppendRow(nil, vals)), "03 04 05 00 00 00 00 00 00 00 02 61 62"; got != want {
+		t.Errorf("row bytes %s, want %s", got, want)
+	}
 }

@@ -112,6 +112,9 @@ func (e *Engine) Upsert(old, in []rowenc.Value, present []bool) (out []rowenc.Va
 	case Aggregation:
 		return e.aggregate(old, in, present)
 	}
+	if all(present) {
+		return in, true, nil
+	}
 	out = make([]rowenc.Value, len(old))
 	for i := range old {
 		if present[i] {
@@ -123,9 +126,21 @@ func (e *Engine) Upsert(old, in []rowenc.Value, present []bool) (out []rowenc.Va
 	return out, true, nil
 }
 
+func all(present []bool) bool {
+	for _, p := range present {
+		if !p {
+			return false
+		}
+	}
+	return true
+}
+
 // insert is the row of a new key: the columns carried, nulls for the
 // others, which must then be nullable.
 func (e *Engine) insert(in []rowenc.Value, present []bool) ([]rowenc.Value, bool, error) {
+	if e.kind != Aggregation && all(present) {
+		return in, true, nil
+	}
 	out := make([]rowenc.Value, len(in))
 	for i, c := range e.cols {
 		switch {
