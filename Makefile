@@ -18,7 +18,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 # everything concurrent under them.
 RACE_PKGS := ./columnarlog/... ./tables/... ./flightsrv/... ./internal/... ./catalog/... ./node/... ./planner ./tiering/...
 
-.PHONY: all build run test test-go test-race test-py test-docs test-fuzz bench bench-full bench-lake venv fmt vet clean
+.PHONY: all build run test test-go test-race test-py test-docs test-fuzz bench bench-full bench-lake bench-pk venv fmt vet clean
 
 all: build
 
@@ -95,6 +95,12 @@ bench: build
 
 bench-lake: build
 	./$(BIN) bench -out bench/out -workloads tiering,union
+
+# bench-pk: the primary-key workload alone (docs/benchmarks.md, "Primary-key
+# tables"): 10M upserts over 5M keys against PostgreSQL, then lookups and an
+# aggregate over the state.
+bench-pk: build
+	./$(BIN) bench -out bench/out -workloads pk $(BENCH_FLAGS)
 
 bench-full: build
 	./$(BIN) bench -out bench/out -rows 10000000 -query-rows 10000000 -batch-rows 1024,8192,65536 -runs 5 -duration 20s $(BENCH_FLAGS)

@@ -11,7 +11,8 @@ import (
 // once per invocation, and stop at the end (their process groups killed):
 //
 //	postgres  PostgreSQL (initdb + postgres from the machine, as the user
-//	          nobody under root); ingest (COPY) and query   — postgres.go
+//	          nobody under root); ingest (COPY), query and pk
+//	          (upserts, lookups)                    — postgres.go, pk_pg.go
 //	kafka     Apache Kafka in KRaft mode, one broker+controller, assembled
 //	          from Maven Central jars; ingest and subscribe — kafka.go
 //	fluss     Apache Fluss, a coordinator, a tablet server and ZooKeeper,
@@ -24,7 +25,7 @@ var Baselines = []string{"postgres", "kafka", "fluss"}
 
 // baselineUsers are the workloads that measure against each baseline.
 var baselineUsers = map[string][]string{
-	"postgres": {"ingest", "query"},
+	"postgres": {"ingest", "query", "pk"},
 	"kafka":    {"ingest", "subscribe"},
 	"fluss":    {"ingest", "subscribe"},
 }

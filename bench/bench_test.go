@@ -27,12 +27,12 @@ func TestShortRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Workloads) != len(Workloads) {
-		t.Fatalf("%d workloads reported, want %d", len(rep.Workloads), len(Workloads))
+	if len(rep.Workloads) != len(DefaultWorkloads) {
+		t.Fatalf("%d workloads reported, want %d", len(rep.Workloads), len(DefaultWorkloads))
 	}
 	for i, w := range rep.Workloads {
-		if w.Name != Workloads[i] {
-			t.Errorf("workload %d is %q, want %q", i, w.Name, Workloads[i])
+		if w.Name != DefaultWorkloads[i] {
+			t.Errorf("workload %d is %q, want %q", i, w.Name, DefaultWorkloads[i])
 		}
 		if len(w.Figures) == 0 {
 			t.Errorf("%s: no figures", w.Name)
@@ -44,7 +44,7 @@ func TestShortRun(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"ingest", "scan", "query"} {
-		if w := rep.Workloads[indexOf(Workloads, name)]; len(w.Ratios) == 0 {
+		if w := rep.Workloads[indexOf(DefaultWorkloads, name)]; len(w.Ratios) == 0 {
 			t.Errorf("%s: no ratio to a baseline", name)
 		}
 	}
@@ -161,7 +161,7 @@ func checkFiles(t *testing.T, dir string) {
 	if err := json.Unmarshal(raw, &back); err != nil {
 		t.Fatalf("results.json: %v", err)
 	}
-	if len(back.Workloads) != len(Workloads) || back.Machine.CPUs == 0 {
+	if len(back.Workloads) != len(DefaultWorkloads) || back.Machine.CPUs == 0 {
 		t.Errorf("results.json: %d workloads, machine %+v", len(back.Workloads), back.Machine)
 	}
 	page, err := os.ReadFile(filepath.Join(dir, "results.html"))
@@ -185,6 +185,15 @@ func TestConfigValidate(t *testing.T) {
 	err := c.Validate()
 	for _, want := range []string{`"nope"`, "twice", "rows -1", "batch rows 0", "writers 1000", "runs -2", "sometimes", "gzip", "duration",
 		`baseline "oracle"`, `baseline "kafka" given twice`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("validate error %v lacks %q", err, want)
+		}
+	}
+	pk := Config{PKRows: 10, PKKeys: 20, PKBatchRows: 8, PKBatchKeys: 30, PKClients: 300, PKDuration: time.Millisecond}
+	pk.EnsureDefaults()
+	err = pk.Validate()
+	for _, want := range []string{"pk rows 10: want at least pk keys (20)", "pk batch rows 8: want 1 to pk keys / writers (5)",
+		"pk batch keys 30", "pk clients 300", "pk duration"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("validate error %v lacks %q", err, want)
 		}
@@ -230,4 +239,69 @@ func TestEventsDeterministic(t *testing.T) {
 			t.Fatalf("column %d differs between two generations", c)
 		}
 	}
+}
+
+// TestPKShortRun runs the pk workload end to end at tiny sizes: upserts
+// (the state checked: one row per key), point and batch lookups (every
+// returned row checked against its key), the aggregate (every system the
+// same answer, counting every key once), the key index's size. It checks
+// correctness and that each figure is reported, never timings.
+func TestPKShortRun(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var progress bytes.Buffer
+	rep, err := Run(ctx, Config{Short: true, Workloads: []string{"pk"}, Progress: &progress})
+	if err != nil {
+		t.Fatalf("%v\nprogress:\n%s", err, progress.String())
+	}
+	if len(rep.Workloads) != 1 || rep.Workloads[0].Name != "pk" {
+		t.Fatalf("workloads %+v, want pk", rep.Workloads)
+	}
+	w := rep.Workloads[0]
+	checkBaselines(t, rep)
+	has := func(groupPrefix, system, metric string) bool {
+		return slices.ContainsFunc(w.Figures, func(f Figure) bool {
+			return strings.HasPrefix(f.Group, groupPrefix) && f.System == system && f.Metric == metric && len(f.Runs) > 0 && f.Median > 0
+		})
+	}
+	for _, want := range [][3]string{
+		{"upsert", "lakestream", "throughput"},
+		{"point lookup", "lakestream", "throughput"}, {"point lookup", "lakestream", "p99"}, {"point lookup", "lakestream", "RPCs"},
+		{"point lookup", "no-op rpc", "throughput"}, {"point lookup", "no-op rpc", "RPCs"},
+		{"batch lookup", "lakestream", "throughput"}, {"batch lookup", "lakestream", "RPCs"},
+		{"aggregate", "lakestream", "time"}, {"aggregate", "duckdb", "time"},
+		{"footprint after the upserts", "lakestream", "key index on disk per million keys"},
+	} {
+		if !has(want[0], want[1], want[2]) {
+			t.Errorf("no %s figure %s %s", want[0], want[1], want[2])
+		}
+	}
+	// A prepared execution is bind (DoPut), GetFlightInfo and DoGet; the
+	// no-op is one RPC.
+	for _, f := range w.Figures {
+		if f.Metric == "RPCs" && f.System == "lakestream" && f.Median != 3 {
+			t.Errorf("%s: %v RPCs per lookup, want 3 (bind, execute, fetch)", f.Group, f.Median)
+		}
+		if f.Metric == "RPCs" && f.System == "no-op rpc" && f.Median != 1 {
+			t.Errorf("%s: the no-op took %v RPCs, want 1", f.Group, f.Median)
+		}
+	}
+	if !slices.ContainsFunc(w.Missing, func(m Missing) bool { return m.Baseline == pkFlussTitle && m.Reason != "" }) {
+		t.Errorf("Fluss not reported missing with a reason: %+v", w.Missing)
+	}
+	if fileExists(filepath.Join(postgresBinDir(), "initdb")) {
+		for _, g := range []string{"upsert", "point lookup", "batch lookup", "aggregate"} {
+			if !slices.ContainsFunc(w.Ratios, func(r Ratio) bool { return strings.HasPrefix(r.Group, g) && r.To == "postgresql" }) {
+				t.Errorf("%s: no ratio to postgresql; missing: %+v", g, w.Missing)
+			}
+		}
+		if !has("point lookup", "postgresql", "socket writes") {
+			t.Errorf("no socket writes per PostgreSQL lookup")
+		}
+	}
+	var text bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("report:\n%s", text.String())
 }

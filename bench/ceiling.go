@@ -33,6 +33,9 @@ import (
 //     records encoded once, up front, with the table's codec (what the log
 //     stores), so the client pays the same decompression as with
 //     Lakestream.
+//   - GetSchema answers every descriptor with an empty SchemaResult: the
+//     bare unary RPC, the floor under any Flight call (the pk workload's
+//     no-op round trip).
 type ceiling struct {
 	flight.BaseFlightServer
 
@@ -67,6 +70,10 @@ func (c *ceiling) DoPut(stream flight.FlightService_DoPutServer) error {
 		return err
 	}
 	return stream.Send(&flight.PutResult{AppMetadata: meta})
+}
+
+func (c *ceiling) GetSchema(context.Context, *flight.FlightDescriptor) (*flight.SchemaResult, error) {
+	return &flight.SchemaResult{}, nil
 }
 
 func (c *ceiling) DoGet(tk *flight.Ticket, stream flight.FlightService_DoGetServer) error {

@@ -10,13 +10,18 @@ import (
 )
 
 // Workloads are the known workloads, in the order Run runs them.
-var Workloads = []string{"ingest", "scan", "query", "subscribe", "tiering", "union"}
+var Workloads = []string{"ingest", "scan", "query", "subscribe", "pk", "tiering", "union"}
+
+// DefaultWorkloads are the workloads run when none are named: all but pk,
+// whose full figure (10M upserts, then lookups) takes as long as the rest
+// together; it runs when asked for (-workloads pk, make bench-pk).
+var DefaultWorkloads = []string{"ingest", "scan", "query", "subscribe", "tiering", "union"}
 
 // Config configures a benchmark run. The zero value of each field means its
 // default; with Short set, the defaults are the smoke-test sizes (seconds
 // in all, for correctness checks, not for figures).
 type Config struct {
-	// Workloads to run, a subset of Workloads. Default: all of them.
+	// Workloads to run, a subset of Workloads. Default: DefaultWorkloads.
 	Workloads []string
 	// Rows is the rows each ingest measurement writes, and the rows of the
 	// scanned table. Default 2,000,000 (short: 40,000).
@@ -82,6 +87,24 @@ type Config struct {
 	// .cache/fluss at the root of the source tree when run inside it, else
 	// lakestream/fluss in the user cache dir.
 	FlussDir string
+	// PKRows is the rows the pk workload upserts per run. Default
+	// 10,000,000 (short: 20,000).
+	PKRows int
+	// PKKeys is the key space of the pk workload's upserts, at most
+	// PKRows: the first PKKeys rows insert every key, the others update
+	// one each. Default 5,000,000 (short: 10,000).
+	PKKeys int
+	// PKBatchRows is the rows per upsert call, at most PKKeys/Writers (a
+	// batch never holds a key twice). Default 65,536 (short: 2,048).
+	PKBatchRows int
+	// PKClients is the concurrent lookup clients. Default 8.
+	PKClients int
+	// PKBatchKeys is the keys per batch lookup call, at most PKKeys.
+	// Default 1,000.
+	PKBatchKeys int
+	// PKDuration is how long each lookup measurement runs. Default 5 s
+	// (short: 300 ms).
+	PKDuration time.Duration
 	// Short selects the smoke-test defaults above.
 	Short bool
 	// Progress receives a live progress line: updated in place with
@@ -99,7 +122,25 @@ func (c *Config) EnsureDefaults() {
 		return full
 	}
 	if len(c.Workloads) == 0 {
-		c.Workloads = slices.Clone(Workloads)
+		c.Workloads = slices.Clone(DefaultWorkloads)
+	}
+	if c.PKRows == 0 {
+		c.PKRows = pick(10_000_000, 20_000)
+	}
+	if c.PKKeys == 0 {
+		c.PKKeys = pick(5_000_000, 10_000)
+	}
+	if c.PKBatchRows == 0 {
+		c.PKBatchRows = pick(65536, 2048)
+	}
+	if c.PKClients == 0 {
+		c.PKClients = 8
+	}
+	if c.PKBatchKeys == 0 {
+		c.PKBatchKeys = 1000
+	}
+	if c.PKDuration == 0 {
+		c.PKDuration = time.Duration(pick(int(5*time.Second), int(300*time.Millisecond)))
 	}
 	if c.Rows == 0 {
 		c.Rows = pick(2_000_000, 40_000)
@@ -210,6 +251,24 @@ func (c *Config) Validate() error {
 	}
 	if c.Codec != "zstd" && c.Codec != "lz4" && c.Codec != "none" {
 		bad("codec %q: want zstd, lz4 or none", c.Codec)
+	}
+	if c.PKKeys < 1 || c.PKKeys > 1<<31 {
+		bad("pk keys %d: want 1 to %d", c.PKKeys, 1<<31)
+	}
+	if c.PKRows < c.PKKeys {
+		bad("pk rows %d: want at least pk keys (%d)", c.PKRows, c.PKKeys)
+	}
+	if c.PKBatchRows < 1 || c.PKBatchRows > max(1, c.PKKeys/max(1, c.Writers)) {
+		bad("pk batch rows %d: want 1 to pk keys / writers (%d)", c.PKBatchRows, max(1, c.PKKeys/max(1, c.Writers)))
+	}
+	if c.PKClients < 1 || c.PKClients > 256 {
+		bad("pk clients %d: want 1 to 256", c.PKClients)
+	}
+	if c.PKBatchKeys < 1 || c.PKBatchKeys > c.PKKeys {
+		bad("pk batch keys %d: want 1 to pk keys (%d)", c.PKBatchKeys, c.PKKeys)
+	}
+	if c.PKDuration < 100*time.Millisecond {
+		bad("pk duration %s: want at least 100ms", c.PKDuration)
 	}
 	if c.LakeRounds < 2*lakeWindow {
 		bad("lake rounds %d: want at least %d", c.LakeRounds, 2*lakeWindow)

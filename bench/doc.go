@@ -24,6 +24,11 @@
 //	   │               highest sustainable rate, vs Kafka's produce ack →
 //	   │               record consumed (feeds.go) and Fluss's append ack →
 //	   │               row polled
+//	   ├ pk.go         (not in DefaultWorkloads) a primary-key table: upsert
+//	   │               ingest vs PostgreSQL's staging COPY + INSERT … ON
+//	   │               CONFLICT (pk_pg.go), prepared point and batch
+//	   │               lookups vs PostgreSQL's and a no-op RPC, a GROUP BY
+//	   │               over the state vs DuckDB, the key index's disk size
 //	   ├ lake*.go      on a node of their own each (node.TieringManual: the
 //	   │               workload runs the rounds): tiering throughput vs
 //	   │               pqarrow, commit, round and plan time over

@@ -30,6 +30,7 @@ type env struct {
 	ceilCl   *flightsql.Client // one connection, as e.node
 	tables   int
 	base     *baselines // PostgreSQL, Kafka: started once, or why not (baselines.go)
+	dataDir  string     // the node's
 }
 
 // runners run one workload each.
@@ -38,6 +39,7 @@ var runners = map[string]func(context.Context, *env) (*WorkloadReport, error){
 	"scan":      runScan,
 	"query":     runQuery,
 	"subscribe": runSubscribe,
+	"pk":        runPK,
 	// lake.go: on a lake node of their own, not on this env's node
 	"tiering": runTiering,
 	"union":   runUnion,
@@ -133,7 +135,7 @@ func openEnv(ctx context.Context, cfg Config) (*env, func() error, error) {
 	cleanups = append(cleanups, ceilCl.Close)
 	base, stopBase := startBaselines(ctx, cfg, prog)
 	cleanups = append(cleanups, stopBase)
-	return &env{cfg: cfg, prog: prog, nodeAddr: n.Addr(), node: cl, ceil: ceil, ceilAddr: ceilAddr, ceilCl: ceilCl, base: base}, closeAll, nil
+	return &env{cfg: cfg, prog: prog, nodeAddr: n.Addr(), node: cl, ceil: ceil, ceilAddr: ceilAddr, ceilCl: ceilCl, base: base, dataDir: dir}, closeAll, nil
 }
 
 // dial connects a Flight SQL client, as a Go application would, with the

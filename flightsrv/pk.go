@@ -18,7 +18,8 @@ import (
 // is read to its end before the write starts, so the statement never
 // reads its own changes. Between the two a concurrent write of the same
 // keys may land; the statement's write then wins (last writer wins, as
-// for any two writes of a key).
+// for any two writes of a key: an UPDATE of a row deleted in between
+// writes it again, as Overwrite does for a key without a row).
 
 // execDelete runs a DELETE once per argument row (nil: once, without
 // parameters) and returns how many rows it deleted.

@@ -259,7 +259,7 @@ func (p *pkTable) replay(ctx context.Context, lay *pkLayout, b int, from, to int
 		all[i] = i
 	}
 	dec := newDecoder(lay.def, all, p.t.mem)
-	batch := p.idx.NewBatch(b)
+	batch := p.idx.NewBatch(b, 1<<20)
 	vals := make([]rowenc.Value, len(all))
 	var key, buf, row []byte
 	return p.t.ReadBatches(ctx, Range{Bucket: b, From: from, To: to}, func(lb columnarlog.Batch) error {

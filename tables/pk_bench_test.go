@@ -135,3 +135,62 @@ func BenchmarkPKLookupBatch(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*perCall)/b.Elapsed().Seconds(), "keys/s")
 }
+
+// BenchmarkLogAppend64K is BenchmarkPKUpsert's baseline: the same writes
+// to a table without a key (encode, append, fsync).
+func BenchmarkLogAppend64K(b *testing.B) {
+	ctx := context.Background()
+	dir := b.TempDir()
+	cat, err := catalog.Open(ctx, filepath.Join(dir, "catalog.db"), catalog.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cat.Close()
+	st, err := tables.Open(ctx, cat, tables.Config{Dir: filepath.Join(dir, "tables")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	stmt, _ := catalog.Parse(`CREATE TABLE l (id BIGINT, name VARCHAR, n BIGINT, amount DOUBLE) WITH ('bucket.num' = '4', 'bucket.key' = 'id')`)
+	if err := st.Exec(ctx, stmt); err != nil {
+		b.Fatal(err)
+	}
+	tbl, err := st.Get(ctx, "", "l")
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(2, 2))
+	for b.Loop() {
+		b.StopTimer()
+		rec := pkBenchRecord(memory.DefaultAllocator, r, 0, benchKeys, false)
+		b.StartTimer()
+		if _, err := tbl.Write(ctx, rec); err != nil {
+			b.Fatal(err)
+		}
+		rec.Release()
+	}
+	b.ReportMetric(float64(b.N*benchBatch)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// BenchmarkPKLookupOne is a point lookup: one key per call.
+func BenchmarkPKLookupOne(b *testing.B) {
+	tbl, done := loadPKBench(b)
+	defer done()
+	r := rand.New(rand.NewPCG(4, 4))
+	ctx := context.Background()
+	kb := array.NewInt64Builder(memory.DefaultAllocator)
+	defer kb.Release()
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	for b.Loop() {
+		kb.Append(r.Int64N(benchKeys))
+		a := kb.NewArray()
+		keys := array.NewRecordBatch(schema, []arrow.Array{a}, 1)
+		a.Release()
+		rec, err := tbl.Lookup(ctx, keys, nil)
+		keys.Release()
+		if err != nil || rec.NumRows() != 1 {
+			b.Fatalf("lookup: %v", err)
+		}
+		rec.Release()
+	}
+}

@@ -142,8 +142,9 @@ func (t *Table) Lookup(ctx context.Context, keys arrow.RecordBatch, cols []int) 
 		refs[b] = append(refs[b], rowRef{row: int32(r), key: arena[start:len(arena):len(arena)]})
 	}
 	rows := make([][]byte, rec.NumRows()) // by input row; nil: not found
-	err = parallel(ctx, n, func(b int) error {
-		return p.lookupBucket(b, refs[b], rows)
+	used := nonEmpty(refs)                // a point lookup reads one bucket, inline
+	err = parallel(ctx, len(used), func(i int) error {
+		return p.lookupBucket(used[i], refs[used[i]], rows)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("lookup in %s: %w", def.FullName(), err)
@@ -159,6 +160,17 @@ func (t *Table) Lookup(ctx context.Context, keys arrow.RecordBatch, cols []int) 
 		}
 	}
 	return rb.NewRecordBatch(), nil
+}
+
+// nonEmpty lists the buckets that have rows.
+func nonEmpty(refs [][]rowRef) []int {
+	var out []int
+	for b, r := range refs {
+		if len(r) > 0 {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // lookupBucket reads the rows of one bucket's keys, in key order, into

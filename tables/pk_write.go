@@ -57,6 +57,8 @@ type bucketChanges struct {
 	dels    [][]byte
 	unlive  []int64 // offsets whose records are no longer live
 	existed int64
+	// indexBytes is the size of the keys and rows of sets and dels.
+	indexBytes int
 }
 
 type indexSet struct {
@@ -93,10 +95,9 @@ func (t *Table) writePK(ctx context.Context, def *catalog.Table, inputs []pkInpu
 		res.rows += in.rec.NumRows()
 	}
 	changes := make([]*bucketChanges, n)
-	err = parallel(ctx, n, func(b int) error {
-		if len(refs[b]) == 0 {
-			return nil
-		}
+	used := nonEmpty(refs)
+	err = parallel(ctx, len(used), func(i int) error {
+		b := used[i]
 		c, err := p.prepare(lay, b, refs[b], inputs)
 		changes[b] = c
 		return err
@@ -134,13 +135,17 @@ func (t *Table) writePK(ctx context.Context, def *catalog.Table, inputs []pkInpu
 func (p *pkTable) apply(ctx context.Context, changes []*bucketChanges, appended [][]columnarlog.AppendResult) error {
 	old := p.state.Load()
 	st := &pkState{ends: slices.Clone(old.ends), live: slices.Clone(old.live)}
-	err := parallel(ctx, len(changes), func(b int) error {
-		c := changes[b]
-		if c == nil || c.records == 0 {
-			return nil
+	var used []int
+	for b, c := range changes {
+		if c != nil && c.records > 0 {
+			used = append(used, b)
 		}
+	}
+	err := parallel(ctx, len(used), func(i int) error {
+		b := used[i]
+		c := changes[b]
 		base := appended[b][0].BaseOffset
-		batch := p.idx.NewBatch(b)
+		batch := p.idx.NewBatch(b, c.indexBytes)
 		ed := old.live[b].edit()
 		for _, off := range c.unlive {
 			ed.clear(off)
@@ -166,7 +171,10 @@ func (p *pkTable) apply(ctx context.Context, changes []*bucketChanges, appended 
 // are merged in input order into the key's current row, read from the
 // index through one iterator in key order.
 func (p *pkTable) prepare(lay *pkLayout, b int, refs []rowRef, inputs []pkInput) (*bucketChanges, error) {
-	var arena []byte
+	// Buffers are sized from the first row, to spare their growth.
+	first := inputs[refs[0].in].rec
+	keyLen := len(lay.key(nil, first.Columns(), int(refs[0].row)))
+	arena := make([]byte, 0, len(refs)*(keyLen+keyLen/2)+64)
 	for i := range refs {
 		r := &refs[i]
 		start := len(arena)
@@ -193,10 +201,12 @@ func (p *pkTable) prepare(lay *pkLayout, b int, refs []rowRef, inputs []pkInput)
 	if err != nil {
 		return nil, err
 	}
-	out := newChangeBuilder(lay, p.t)
+	vals0 := make([]rowenc.Value, lay.codec.NumColumns())
+	rowLen := len(lay.codec.AppendRow(nil, valuesOf(lay, first, int(refs[0].row), vals0)))
+	out := newChangeBuilder(lay, p.t, len(keys)*(rowLen+rowLen/2))
 	defer out.release()
-	c := &bucketChanges{}
-	var buf []byte
+	c := &bucketChanges{sets: make([]indexSet, 0, len(keys))}
+	buf := make([]byte, 0, len(refs)*(rowLen+rowLen/2))
 	ncols := lay.codec.NumColumns()
 	// The values of every row, and the old rows, in one allocation each:
 	// a row's values stay referenced until its change is encoded.
@@ -261,9 +271,11 @@ func (c *bucketChanges) emit(out *changeBuilder, key []byte, old []rowenc.Value,
 		return nil
 	case old == nil:
 		c.sets = append(c.sets, indexSet{key: key, pos: c.records, row: out.row(cur)})
+		c.indexBytes += len(key) + len(c.sets[len(c.sets)-1].row) + 32
 		return c.add(out, columnarlog.Insert, cur)
 	case cur == nil:
 		c.dels = append(c.dels, key)
+		c.indexBytes += len(key) + 16
 		c.unlive = append(c.unlive, oldOff)
 		return c.add(out, columnarlog.Delete, old)
 	}
@@ -272,6 +284,7 @@ func (c *bucketChanges) emit(out *changeBuilder, key []byte, old []rowenc.Value,
 		return err
 	}
 	c.sets = append(c.sets, indexSet{key: key, pos: c.records, row: out.row(cur)})
+	c.indexBytes += len(key) + len(c.sets[len(c.sets)-1].row) + 32
 	return c.add(out, columnarlog.UpdateAfter, cur)
 }
 
@@ -303,8 +316,14 @@ type changeBuilder struct {
 	arena []byte
 }
 
-func newChangeBuilder(lay *pkLayout, t *Table) *changeBuilder {
-	return &changeBuilder{lay: lay, t: t, rb: array.NewRecordBuilder(t.mem, lay.schema)}
+func newChangeBuilder(lay *pkLayout, t *Table, rowBytes int) *changeBuilder {
+	return &changeBuilder{lay: lay, t: t, rb: array.NewRecordBuilder(t.mem, lay.schema), arena: make([]byte, 0, rowBytes)}
+}
+
+// valuesOf is the values of row i of rec.
+func valuesOf(lay *pkLayout, rec arrow.RecordBatch, i int, vals []rowenc.Value) []rowenc.Value {
+	lay.codec.Values(rec.Columns(), i, nil, vals)
+	return vals
 }
 
 func (b *changeBuilder) release() { b.rb.Release() }

@@ -42,7 +42,7 @@ func runBench(ctx context.Context, args []string, out, progress io.Writer) error
 func benchConfig(args []string) (bench.Config, error) {
 	var cfg bench.Config
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	workloads := fs.String("workloads", strings.Join(bench.Workloads, ","), "workloads to run, comma-separated")
+	workloads := fs.String("workloads", strings.Join(bench.DefaultWorkloads, ","), "workloads to run, comma-separated, of "+strings.Join(bench.Workloads, ","))
 	batchRows := fs.String("batch-rows", "", "rows per ingest call, comma-separated, one measurement each (default 4096,65536; -short: 4096)")
 	fs.IntVar(&cfg.Rows, "rows", 0, "rows per ingest measurement and of the scanned table (default 2000000; -short: 40000)")
 	fs.IntVar(&cfg.QueryRows, "query-rows", 0, "rows of the query workload's table (default 2000000; -short: 40000)")
@@ -60,6 +60,12 @@ func benchConfig(args []string) (bench.Config, error) {
 	baselines := fs.String("baselines", strings.Join(bench.Baselines, ","), `baselines to start and measure against, comma-separated, or "none"; the others are reported missing`)
 	fs.StringVar(&cfg.KafkaDir, "kafka-dir", "", "cache of the Kafka jars, fetched with Maven when absent (default .cache/kafka in the source tree)")
 	fs.StringVar(&cfg.FlussDir, "fluss-dir", "", "cache of the Fluss jars and driver, fetched with Maven when absent (default .cache/fluss in the source tree)")
+	fs.IntVar(&cfg.PKRows, "pk-rows", 0, "rows upserted per run by the pk workload (default 10000000; -short: 20000)")
+	fs.IntVar(&cfg.PKKeys, "pk-keys", 0, "key space of the pk workload, at most -pk-rows (default 5000000; -short: 10000)")
+	fs.IntVar(&cfg.PKBatchRows, "pk-batch-rows", 0, "rows per upsert call of the pk workload, at most pk keys / writers (default 65536; -short: 2048)")
+	fs.IntVar(&cfg.PKClients, "pk-clients", 0, "concurrent lookup clients of the pk workload (default 8)")
+	fs.IntVar(&cfg.PKBatchKeys, "pk-batch-keys", 0, "keys per batch lookup call of the pk workload (default 1000)")
+	fs.DurationVar(&cfg.PKDuration, "pk-duration", 0, "length of each lookup measurement of the pk workload (default 5s; -short: 300ms)")
 	fs.BoolVar(&cfg.Short, "short", false, "smoke-test sizes: seconds, for correctness, not figures")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: lakestream bench [flags]\n\nRuns the benchmark suite (docs/benchmarks.md) against an in-process node and its baselines.\n\nflags:")

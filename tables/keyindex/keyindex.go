@@ -272,62 +272,85 @@ func (x *Index) Scan(bucket int, fn func(key []byte, e Entry) error) error {
 }
 
 // Batch is a set of changes of one bucket, applied atomically with the
-// bucket's new covered offset by Commit. A Batch is used by one goroutine.
+// bucket's new covered offset by Commit. A Batch is used by one goroutine,
+// and is committed or discarded before the index is closed.
 type Batch struct {
 	x      *Index
 	bucket int
-	ops    []op
-	buf    []byte
+	pb     *pebble.Batch // nil until the first change
+	n      int
+	size   int // the size hint of NewBatch
+	err    error
 }
 
-type op struct {
-	key, val []byte // val nil: delete
+// NewBatch returns an empty batch of bucket, with room for about size
+// bytes of keys and rows.
+func (x *Index) NewBatch(bucket int, size int) *Batch {
+	return &Batch{x: x, bucket: bucket, size: size}
 }
 
-// NewBatch returns an empty batch of bucket.
-func (x *Index) NewBatch(bucket int) *Batch { return &Batch{x: x, bucket: bucket} }
+func (b *Batch) batch() *pebble.Batch {
+	if b.pb == nil && b.err == nil {
+		b.err = b.x.use(func(db *pebble.DB) error {
+			b.pb = db.NewBatchWithSize(b.size)
+			return nil
+		})
+	}
+	return b.pb
+}
 
 // Set makes key's entry (offset, row).
 func (b *Batch) Set(key []byte, offset int64, row []byte) {
-	start := len(b.buf)
-	b.buf = RowKey(b.buf, b.bucket, key)
-	mid := len(b.buf)
-	b.buf = binary.LittleEndian.AppendUint64(b.buf, uint64(offset))
-	b.buf = append(b.buf, row...)
-	b.ops = append(b.ops, op{key: b.buf[start:mid:mid], val: b.buf[mid:len(b.buf):len(b.buf)]})
+	pb := b.batch()
+	if pb == nil {
+		return
+	}
+	op := pb.SetDeferred(3+len(key), 8+len(row))
+	copy(op.Key, bucketPrefix(prefixRow, b.bucket))
+	copy(op.Key[3:], key)
+	binary.LittleEndian.PutUint64(op.Value, uint64(offset))
+	copy(op.Value[8:], row)
+	if err := op.Finish(); err != nil && b.err == nil {
+		b.err = err
+	}
+	b.n++
 }
 
 // Delete removes key's entry.
 func (b *Batch) Delete(key []byte) {
-	start := len(b.buf)
-	b.buf = RowKey(b.buf, b.bucket, key)
-	b.ops = append(b.ops, op{key: b.buf[start:len(b.buf):len(b.buf)]})
+	pb := b.batch()
+	if pb == nil {
+		return
+	}
+	op := pb.DeleteDeferred(3 + len(key))
+	copy(op.Key, bucketPrefix(prefixRow, b.bucket))
+	copy(op.Key[3:], key)
+	if err := op.Finish(); err != nil && b.err == nil {
+		b.err = err
+	}
+	b.n++
 }
 
 // Len is the number of changes in the batch.
-func (b *Batch) Len() int { return len(b.ops) }
+func (b *Batch) Len() int { return b.n }
 
 // Commit applies the batch and sets the bucket's covered offset, not
 // synced (the log is the durable copy), and empties the batch.
 func (b *Batch) Commit(covered int64) error {
-	return b.x.use(func(db *pebble.DB) error {
-		pb := db.NewBatch()
-		defer pb.Close()
-		for _, o := range b.ops {
-			var err error
-			if o.val == nil {
-				err = pb.Delete(o.key, nil)
-			} else {
-				err = pb.Set(o.key, o.val, nil)
-			}
-			if err != nil {
-				return err
-			}
+	pb := b.batch()
+	err := b.err
+	b.pb, b.n, b.err = nil, 0, nil
+	if err != nil {
+		if pb != nil {
+			pb.Close()
 		}
+		return err
+	}
+	defer pb.Close()
+	return b.x.use(func(db *pebble.DB) error {
 		if err := pb.Set(bucketPrefix(prefixCovered, b.bucket), binary.LittleEndian.AppendUint64(nil, uint64(covered)), nil); err != nil {
 			return err
 		}
-		b.ops, b.buf = b.ops[:0], b.buf[:0]
 		return pb.Commit(pebble.NoSync)
 	})
 }

@@ -18,14 +18,14 @@ func TestIndex(t *testing.T) {
 	if c, err := x.Covered(1); err != nil || c != 0 {
 		t.Fatalf("covered of a new index: %d, %v", c, err)
 	}
-	b := x.NewBatch(1)
+	b := x.NewBatch(1, 0)
 	b.Set([]byte("a"), 10, []byte("row-a"))
 	b.Set([]byte("c"), 11, []byte("row-c"))
 	b.Set([]byte("b"), 12, []byte("row-b"))
 	if err := b.Commit(13); err != nil {
 		t.Fatal(err)
 	}
-	b = x.NewBatch(2) // the same key in another bucket
+	b = x.NewBatch(2, 0) // the same key in another bucket
 	b.Set([]byte("a"), 1, []byte("other"))
 	if err := b.Commit(2); err != nil {
 		t.Fatal(err)
@@ -52,7 +52,7 @@ func TestIndex(t *testing.T) {
 	if got, want := get(2, "a", "b"), "a=1:other "; got != want {
 		t.Errorf("get bucket 2: %q, want %q", got, want)
 	}
-	b = x.NewBatch(1)
+	b = x.NewBatch(1, 0)
 	b.Delete([]byte("b"))
 	if err := b.Commit(14); err != nil {
 		t.Fatal(err)
@@ -105,11 +105,24 @@ func TestKeyLayout(t *testing.T) {
 	if got := fmt.Sprintf("% x", RowKey(nil, 3, []byte{0x80, 5})); got != "6b 00 03 80 05" {
 		t.Errorf("row key % x", got)
 	}
-	b := (&Index{}).NewBatch(3)
+	x, err := Open("/kv", 4, Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	b := x.NewBatch(3, 0)
 	b.Set([]byte{1}, 0x0102, []byte{0xAA})
-	if got := fmt.Sprintf("% x", b.ops[0].val); got != "02 01 00 00 00 00 00 00 aa" {
+	if err := b.Commit(1); err != nil {
+		t.Fatal(err)
+	}
+	v, closer, err := x.mu.db.Get(RowKey(nil, 3, []byte{1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprintf("% x", v); got != "02 01 00 00 00 00 00 00 aa" {
 		t.Errorf("value %s", got)
 	}
+	closer.Close()
 	if got := fmt.Sprintf("% x", bucketPrefix(prefixCovered, 258)); got != "63 01 02" {
 		t.Errorf("covered key %s", got)
 	}
