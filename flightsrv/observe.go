@@ -127,6 +127,10 @@ func (s *Server) finish(ctx context.Context, method, id string, ci *callInfo, st
 // a call its client cancelled), a slow one at Warn (subscriptions, which
 // never end by themselves, are never slow), every other one at Debug.
 func (s *Server) logCall(c Call) {
+	level, msg := callLevel(c, s.opts.SlowQuery)
+	if !s.opts.Logger.Enabled(context.Background(), level) {
+		return // most calls, at Debug: build nothing
+	}
 	attrs := []slog.Attr{slog.String("rpc", c.RPC), slog.String("request_id", c.ID)}
 	if c.Kind != "" {
 		attrs = append(attrs, slog.String("kind", c.Kind))
@@ -141,22 +145,25 @@ func (s *Server) logCall(c Call) {
 	if c.SQL != "" {
 		attrs = append(attrs, slog.String("sql", shorten(c.SQL, 500)))
 	}
-	level, msg := slog.LevelDebug, "request"
-	switch {
-	case c.Code == codes.OK && s.opts.SlowQuery > 0 && c.Took >= s.opts.SlowQuery && c.Kind != "changes":
-		level, msg = slog.LevelWarn, "slow request"
-	case c.Code == codes.OK:
-	case c.Code == codes.Canceled:
-		level, msg = slog.LevelInfo, "request cancelled"
-	case serverFault(c.Code):
-		level, msg = slog.LevelError, "request failed"
-	default:
-		level, msg = slog.LevelWarn, "request failed"
-	}
 	if c.Code != codes.OK {
 		attrs = append(attrs, slog.String("error", c.Message))
 	}
 	s.opts.Logger.LogAttrs(context.Background(), level, msg, attrs...)
+}
+
+// callLevel is the level and message of a call's log line.
+func callLevel(c Call, slow time.Duration) (slog.Level, string) {
+	switch {
+	case c.Code == codes.OK && slow > 0 && c.Took >= slow && c.Kind != "changes":
+		return slog.LevelWarn, "slow request"
+	case c.Code == codes.OK:
+		return slog.LevelDebug, "request"
+	case c.Code == codes.Canceled:
+		return slog.LevelInfo, "request cancelled"
+	case serverFault(c.Code):
+		return slog.LevelError, "request failed"
+	}
+	return slog.LevelWarn, "request failed"
 }
 
 // serverFault reports the codes that say the server, not the request, is
@@ -226,10 +233,8 @@ func (o *observedStream) SendMsg(m any) error {
 	}
 	if fd != nil {
 		o.bytes.Add(int64(len(fd.DataHeader) + len(fd.DataBody)))
-		if len(fd.DataHeader) > 0 {
-			if hdr, err := arrowmsg.ParseRecordBatch(fd.DataHeader); err == nil {
-				o.rows.Add(hdr.Length)
-			}
+		if rows, ok := arrowmsg.RecordBatchRows(fd.DataHeader); ok {
+			o.rows.Add(rows)
 		}
 	}
 	return o.ServerStream.SendMsg(m)

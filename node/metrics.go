@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lakestream/lakestream/tiering"
 )
 
 var (
@@ -43,7 +45,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(ch, descSubLag, float64(lag[t]), t)
 	}
 	gauge(ch, descPrepared, float64(n.flight.PreparedOpen()))
-	for _, t := range n.tableSizes(context.Background()) {
+	for _, t := range n.tableSizes(context.Background(), n.lakeStatus()) {
 		gauge(ch, descTableRows, float64(t.Rows), t.Name)
 		gauge(ch, descTableDisk, float64(t.DiskBytes), t.Name)
 		if t.Datalake {
@@ -72,8 +74,17 @@ type tableSize struct {
 	Refusing  string  // why the log refuses writes, "" when it takes them
 }
 
-// tableSizes measures every open table, by label (tableLabels).
-func (n *Node) tableSizes(ctx context.Context) []tableSize {
+// lakeStatus is the tiering service's status of every tiered bucket.
+func (n *Node) lakeStatus() []tiering.BucketStatus {
+	if n.lake == nil {
+		return nil
+	}
+	return n.lake.Status()
+}
+
+// tableSizes measures every open table, by label (tableLabels), with the
+// lake's state from lake (lakeStatus).
+func (n *Node) tableSizes(ctx context.Context, lake []tiering.BucketStatus) []tableSize {
 	defs, err := n.cat.AllTables(ctx)
 	if err != nil {
 		return nil
@@ -98,16 +109,14 @@ func (n *Node) tableSizes(ctx context.Context) []tableSize {
 		byID[d.ID] = len(out)
 		out = append(out, s)
 	}
-	if n.lake != nil {
-		for _, st := range n.lake.Status() {
-			i, ok := byID[st.TableID]
-			if !ok {
-				continue
-			}
-			out[i].LakeBytes, out[i].LakeRows = st.LakeBytes, st.LakeRows
-			out[i].LagRows += st.LagRows
-			out[i].LagSecs = max(out[i].LagSecs, st.Lag.Seconds())
+	for _, st := range lake {
+		i, ok := byID[st.TableID]
+		if !ok {
+			continue
 		}
+		out[i].LakeBytes, out[i].LakeRows = st.LakeBytes, st.LakeRows
+		out[i].LagRows += st.LagRows
+		out[i].LagSecs = max(out[i].LagSecs, st.Lag.Seconds())
 	}
 	return out
 }

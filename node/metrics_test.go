@@ -76,6 +76,24 @@ func TestMetricsParseAndMove(t *testing.T) {
 		t.Fatalf("count %d", got)
 	}
 	ctx := context.Background()
+	info, err := cl.Execute(ctx, "SELECT * FROM m") // a plain scan: the stored batches as they are
+	if err != nil {
+		t.Fatal(err)
+	}
+	var scanned int64
+	for _, ep := range info.Endpoint {
+		rdr, err := cl.DoGet(ctx, ep.Ticket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rdr.Next() {
+			scanned += rdr.RecordBatch().NumRows()
+		}
+		rdr.Release()
+	}
+	if scanned != 500 {
+		t.Fatalf("plain scan read %d rows", scanned)
+	}
 	if _, err := cl.Execute(ctx, "SELECT * FROM no_such_table"); err == nil {
 		t.Fatal("query of a missing table succeeded")
 	}
@@ -172,7 +190,8 @@ func TestMetricsParseAndMove(t *testing.T) {
 	}{
 		{"lakestream_ingest_rows_total", map[string]string{"table": "default.m"}, 500},
 		{"lakestream_ingest_bytes_total", map[string]string{"table": "default.m"}, 1},
-		{"lakestream_scan_rows_total", map[string]string{"table": "default.m"}, 500},
+		{"lakestream_scan_rows_total", map[string]string{"table": "default.m"}, 1000}, // the query's 500 and the plain scan's
+		{"lakestream_queries_total", map[string]string{"kind": "scan", "code": "OK"}, 1},
 		{"lakestream_scan_bytes_total", map[string]string{"table": "default.m"}, 1},
 		{"lakestream_queries_total", map[string]string{"kind": "query", "code": "OK"}, 1},
 		{"lakestream_query_duration_seconds", map[string]string{"kind": "query"}, 1},

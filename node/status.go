@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"runtime/metrics"
 	"time"
+
+	"github.com/lakestream/lakestream/tiering"
 )
 
 // Status is what /status.json answers and the status page and
@@ -172,7 +174,8 @@ func (n *Node) status(ctx context.Context) Status {
 			LagRows: s.LagRows, AgeSeconds: now.Sub(s.Started).Seconds()})
 	}
 	st.Totals.Subscriptions = len(st.Subscriptions)
-	for _, t := range n.tableSizes(ctx) {
+	lake := n.lakeStatus()
+	for _, t := range n.tableSizes(ctx, lake) {
 		cur, was := perTable[t.Name], old.Tables[t.Name]
 		row := StatusTable{Name: t.Name, Buckets: t.Buckets, Rows: t.Rows, DiskBytes: t.DiskBytes, Datalake: t.Datalake,
 			LakeBytes: t.LakeBytes, LakeRows: t.LakeRows, LagRows: t.LagRows, FreshnessLagSeconds: t.LagSecs,
@@ -184,20 +187,18 @@ func (n *Node) status(ctx context.Context) Status {
 		st.Totals.DiskBytes += t.DiskBytes
 		st.Totals.LakeBytes += t.LakeBytes
 	}
-	n.statusHealth(ctx, &st)
+	n.statusHealth(ctx, &st, lake)
 	st.Memory = n.memory()
 	return st
 }
 
-// statusHealth fills in the lake's buckets and what start-up could not
-// open.
-func (n *Node) statusHealth(ctx context.Context, st *Status) {
+// statusHealth fills in the tiered buckets (lake) and what start-up could
+// not open.
+func (n *Node) statusHealth(ctx context.Context, st *Status, lake []tiering.BucketStatus) {
 	labels := n.tableLabels(ctx)
-	if n.lake != nil {
-		for _, b := range n.lake.Status() {
-			st.Lake = append(st.Lake, StatusLakeBucket{Table: labels.of(b.TableID, b.Table), Bucket: b.Bucket, TieredOffset: b.TieredOffset,
-				LogEnd: b.LogEnd, LagRows: b.LagRows, LagSeconds: b.Lag.Seconds(), Rounds: b.Rounds, LastError: b.LastError})
-		}
+	for _, b := range lake {
+		st.Lake = append(st.Lake, StatusLakeBucket{Table: labels.of(b.TableID, b.Table), Bucket: b.Bucket, TieredOffset: b.TieredOffset,
+			LogEnd: b.LogEnd, LagRows: b.LagRows, LagSeconds: b.Lag.Seconds(), Rounds: b.Rounds, LastError: b.LastError})
 	}
 	for _, q := range n.store.Quarantined() {
 		st.Quarantined = append(st.Quarantined, StatusQuarantined{Table: labels.of(q.ID, q.Table), Part: string(q.Part), Reason: q.Err.Error()})
