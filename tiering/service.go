@@ -121,7 +121,7 @@ func New(ctx context.Context, cat icecatalog.Catalog, store *tables.Store, cfg C
 	cfg.ensureDefaults()
 	s := &Service{cfg: cfg, cat: cat, store: store, cache: store.Cache(), tables: map[int64]*lakeTable{}}
 	for _, t := range store.Tables() {
-		if !t.Def().Options.DatalakeEnabled {
+		if !tiers(t.Def()) {
 			continue
 		}
 		lt, err := s.open(ctx, t)
@@ -293,6 +293,15 @@ func (s *Service) create(ctx context.Context, def *catalog.Table) (*table.Table,
 		icecatalog.WithProperties(tableProperties(def)))
 }
 
+// tiers reports whether a table has a lake side: datalake.enabled, and no
+// primary key. A primary-key table's log holds its changelog, which the
+// lake cannot take as rows (each key would appear once per change), so it
+// is served from its log alone, whose retention keeps every live row
+// (docs/lake.md, "Primary-key tables").
+func tiers(def *catalog.Table) bool {
+	return def.Options.DatalakeEnabled && !def.HasPrimaryKey()
+}
+
 // evolve adds to tbl the columns def has and tbl lacks (ADD COLUMN).
 func (s *Service) evolve(ctx context.Context, tbl *table.Table, def *catalog.Table) (*table.Table, error) {
 	tx := tbl.NewTransaction()
@@ -305,7 +314,7 @@ func (s *Service) evolve(ctx context.Context, tbl *table.Table, def *catalog.Tab
 
 // TableCreated creates the Iceberg table of a new table that tiers.
 func (s *Service) TableCreated(ctx context.Context, def *catalog.Table) error {
-	if !def.Options.DatalakeEnabled {
+	if !tiers(def) {
 		return nil
 	}
 	t, err := s.store.ByID(ctx, def.ID)
