@@ -85,7 +85,7 @@ type Relocation struct {
 	Warehouse string
 	// Moved are the tables relocated, in catalog order.
 	Moved []MovedTable
-	mu struct {
+	mu    struct {
 		sync.Mutex
 		// elsewhere are the tables outside the warehouse that were not
 		// relocated, by identifier, with the reason (wrapping
