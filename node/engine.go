@@ -18,6 +18,8 @@ import (
 // engine is the query engine for everything that is not DDL or a plain scan.
 type engine interface {
 	flightsrv.QueryEngine
+	// MemoryUsed is the memory the engine holds now (lakestream_engine_memory_used_bytes).
+	MemoryUsed() (int64, error)
 	Close() error
 }
 

@@ -16,6 +16,7 @@ var (
 	descTableDisk    = prometheus.NewDesc("lakestream_table_disk_bytes", "Bytes of the table's log segments on local disk.", []string{"table"}, nil)
 	descTableLake    = prometheus.NewDesc("lakestream_table_lake_bytes", "Bytes of the data files of the table's current lake (Iceberg) snapshot.", []string{"table"}, nil)
 	descEngineLimit  = prometheus.NewDesc("lakestream_engine_memory_limit_bytes", "Memory limit of the query engine (DuckDB's memory_limit, --engine-memory).", nil, nil)
+	descEngineUsed   = prometheus.NewDesc("lakestream_engine_memory_used_bytes", "Memory the query engine holds now (DuckDB's buffer manager: intermediates, hash tables, caches).", nil, nil)
 	descCacheLimit   = prometheus.NewDesc("lakestream_cache_limit_bytes", "Size limit of the decoded-column cache (--cache); 0 when it is off.", nil, nil)
 	descUptime       = prometheus.NewDesc("lakestream_uptime_seconds", "Seconds since the node started.", nil, nil)
 	descBuildVersion = prometheus.NewDesc("lakestream_build_info", "Always 1; the labels say which build runs.", []string{"version"}, nil)
@@ -28,7 +29,7 @@ type nodeCollector struct{ n *Node }
 
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descSubs, descSubLag, descPrepared, descTableRows, descTableDisk, descTableLake,
-		descEngineLimit, descCacheLimit, descUptime, descBuildVersion} {
+		descEngineLimit, descEngineUsed, descCacheLimit, descUptime, descBuildVersion} {
 		ch <- d
 	}
 }
@@ -54,6 +55,9 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	engine, _ := n.cfg.engineMemory()
 	gauge(ch, descEngineLimit, float64(engine))
+	if used, err := n.engine.MemoryUsed(); err == nil {
+		gauge(ch, descEngineUsed, float64(used))
+	}
 	cache, _ := n.cfg.cacheBytes()
 	gauge(ch, descCacheLimit, float64(max(0, cache)))
 	gauge(ch, descUptime, n.uptime().Seconds())

@@ -123,6 +123,7 @@ func TestMetricsParseAndMove(t *testing.T) {
 		"lakestream_table_disk_bytes":             dto.MetricType_GAUGE,
 		"lakestream_table_lake_bytes":             dto.MetricType_GAUGE,
 		"lakestream_engine_memory_limit_bytes":    dto.MetricType_GAUGE,
+		"lakestream_engine_memory_used_bytes":     dto.MetricType_GAUGE,
 		"lakestream_cache_bytes":                  dto.MetricType_GAUGE,
 		"lakestream_uptime_seconds":               dto.MetricType_GAUGE,
 		"lakestream_log_committed_offset":         dto.MetricType_GAUGE,
