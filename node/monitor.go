@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"github.com/lakestream/lakestream/planner/duck"
 	"sort"
 	"sync"
 	"time"
@@ -263,14 +264,21 @@ func tableNames[V any](m map[string]V) []string {
 	return out
 }
 
-// countingResolver counts what the query engine reads of each table.
+// countingResolver counts what the query engine reads of each table. It
+// wraps the node's resolver, views included (duck.Views): the engine finds
+// the views through the resolver it is given.
 type countingResolver struct {
-	scan.Resolver
+	viewResolver
 	m *monitor
 }
 
+type viewResolver interface {
+	scan.Resolver
+	duck.Views
+}
+
 func (r countingResolver) Table(ctx context.Context, db, name string) (scan.Table, error) {
-	t, err := r.Resolver.Table(ctx, db, name)
+	t, err := r.viewResolver.Table(ctx, db, name)
 	if err != nil {
 		return nil, err
 	}
