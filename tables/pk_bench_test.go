@@ -47,9 +47,13 @@ func pkBenchRecord(mem memory.Allocator, r *rand.Rand, from, keys int64, seq boo
 // loadPKBench opens a store in a temporary directory with a table of
 // benchKeys keys, written in 64Ki-row writes (sequential keys).
 func loadPKBench(b *testing.B) (*tables.Table, func()) {
+	tbl, done, _ := loadPKBenchIn(b, b.TempDir())
+	return tbl, done
+}
+
+func openPKBenchStore(b *testing.B, dir string) (*tables.Store, func()) {
 	b.Helper()
 	ctx := context.Background()
-	dir := b.TempDir()
 	cat, err := catalog.Open(ctx, filepath.Join(dir, "catalog.db"), catalog.Config{})
 	if err != nil {
 		b.Fatal(err)
@@ -58,12 +62,18 @@ func loadPKBench(b *testing.B) (*tables.Table, func()) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	done := func() {
+	return st, func() {
 		if err := st.Close(); err != nil {
 			b.Error(err)
 		}
 		cat.Close()
 	}
+}
+
+func loadPKBenchIn(b *testing.B, dir string) (*tables.Table, func(), *tables.Store) {
+	b.Helper()
+	ctx := context.Background()
+	st, done := openPKBenchStore(b, dir)
 	stmt, err := catalog.Parse(`CREATE TABLE kv (id BIGINT, name VARCHAR, n BIGINT, amount DOUBLE, PRIMARY KEY (id)) WITH ('bucket.num' = '4')`)
 	if err == nil {
 		err = st.Exec(ctx, stmt)
@@ -83,7 +93,7 @@ func loadPKBench(b *testing.B) (*tables.Table, func()) {
 		}
 		rec.Release()
 	}
-	return tbl, done
+	return tbl, done, st
 }
 
 func BenchmarkPKUpsert(b *testing.B) {
@@ -192,5 +202,24 @@ func BenchmarkPKLookupOne(b *testing.B) {
 			b.Fatalf("lookup: %v", err)
 		}
 		rec.Release()
+	}
+}
+
+// BenchmarkPKReopen opens a store whose primary-key table has benchKeys
+// keys and a key index that covers its log: the live sets are rebuilt
+// from the index (a scan of every key).
+func BenchmarkPKReopen(b *testing.B) {
+	dir := b.TempDir()
+	_, done, _ := loadPKBenchIn(b, dir)
+	done()
+	for b.Loop() {
+		st, done := openPKBenchStore(b, dir)
+		b.StopTimer()
+		tbl, err := st.Get(context.Background(), "", "kv")
+		if err != nil || tbl.KeyIndexStats().LiveKeys != benchKeys {
+			b.Fatalf("reopened: %v", err)
+		}
+		done()
+		b.StartTimer()
 	}
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/lakestream/lakestream/tables"
 )
@@ -192,4 +194,55 @@ func TestPKLookupProjectsAndChecks(t *testing.T) {
 	if _, err := tbl.Delete(context.Background(), bad); !errors.As(err, &se) {
 		t.Errorf("delete with a non-key column: %v", err)
 	}
+}
+
+// The merge engines' refusals are SchemaErrors (InvalidArgument for
+// clients), naming the column, and write nothing.
+func TestPKEngineRefusals(t *testing.T) {
+	e := newEnv(t, nil)
+	e.mustExec(`CREATE TABLE f (id BIGINT, a VARCHAR, PRIMARY KEY (id)) WITH ('merge-engine' = 'first_row')`)
+	e.mustExec(`CREATE TABLE v (id BIGINT, ver BIGINT, a VARCHAR, PRIMARY KEY (id))
+		WITH ('merge-engine' = 'versioned', 'merge-engine.versioned.ver-column' = 'ver')`)
+	e.mustExec(`CREATE TABLE g (id BIGINT, total TINYINT, PRIMARY KEY (id))
+		WITH ('merge-engine' = 'aggregation', 'fields.total.agg' = 'sum')`)
+	tests := []struct {
+		table string
+		rec   arrow.RecordBatch
+		want  string
+	}{
+		{"f", record(t, e.mem, i64("id", false, 1)), `column "a" is missing: the first_row merge engine takes whole rows only`},
+		{"v", record(t, e.mem, i64("id", false, 1), str("a", "x")), `the version column "ver" of the versioned merge engine is missing`},
+	}
+	for _, tt := range tests {
+		_, err := e.table(tt.table).Write(context.Background(), tt.rec)
+		tt.rec.Release()
+		var se *tables.SchemaError
+		if !errors.As(err, &se) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("write to %s: %v, want a SchemaError with %q", tt.table, err, tt.want)
+		}
+	}
+	g := e.table("g")
+	small := func(v int8) arrow.RecordBatch {
+		b := array.NewInt8Builder(e.mem)
+		defer b.Release()
+		b.Append(v)
+		a := b.NewArray()
+		defer a.Release()
+		ids := array.NewInt64Builder(e.mem)
+		defer ids.Release()
+		ids.Append(1)
+		ia := ids.NewArray()
+		defer ia.Release()
+		s := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "total", Type: arrow.PrimitiveTypes.Int8, Nullable: true}}, nil)
+		return array.NewRecordBatch(s, []arrow.Array{ia, a}, 1)
+	}
+	e.write(g, small(100))
+	over := small(100)
+	_, err := g.Write(context.Background(), over)
+	over.Release()
+	var se *tables.SchemaError
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), `sum of column "total" overflows its type int8`) {
+		t.Errorf("overflowing sum: %v", err)
+	}
+	sameRows(t, "after the refused write", pkRows(t, e, "g"), []string{"1|100"})
 }

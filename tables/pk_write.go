@@ -122,10 +122,17 @@ func (t *Table) writePK(ctx context.Context, def *catalog.Table, inputs []pkInpu
 	if err != nil {
 		return pkResult{}, err
 	}
+	// The write is durable in the log from here: a cancelled caller does
+	// not stop the index and the live sets from following it.
+	ctx = context.WithoutCancel(ctx)
 	if err := p.apply(ctx, changes, appended); err != nil {
-		// The write is durable in the log; the index catches up from it.
+		// The index catches up from the log, now if it can (an
+		// acknowledged write is visible), else at the next operation.
 		p.stale.Store(true)
 		t.store.cfg.Logger.Warn("key index update failed after the log write; it is replayed from the log", "table", def.FullName(), "error", err)
+		if err := p.resyncLocked(ctx); err != nil {
+			t.store.cfg.Logger.Error("key index replay failed; reads of the table lag its log until the next write", "table", def.FullName(), "error", err)
+		}
 	}
 	return res, nil
 }

@@ -54,10 +54,16 @@ func (t *Table) LogRanges() []Range {
 // in their newer place), all decoded and sent through rec as the table's
 // columns cols (nil: all).
 func (t *Table) ReadRange(ctx context.Context, r Range, cols []int, rec func(arrow.RecordBatch) error, batch func(columnarlog.Batch) error) error {
-	if st := t.pkView(); st != nil {
-		if r.Bucket < 0 || r.Bucket >= len(st.ends) {
+	if t.pk != nil {
+		if r.Bucket < 0 || r.Bucket >= t.log.Buckets() {
 			return fmt.Errorf("read %s: bucket %d out of range", t.Name(), r.Bucket)
 		}
+		// Retention may have deleted segments since the capture. It
+		// deletes only records that are no longer live, and a record
+		// never becomes live again: with the log's start read before
+		// the state, what was deleted holds no live record of the state.
+		r.From = max(r.From, t.log.Bucket(r.Bucket).Stats().Start)
+		st := t.pkView()
 		r.To = st.ends[r.Bucket]
 		def := t.Def()
 		dec := newDecoder(def, scan.Columns(cols, len(def.Columns)), t.mem).cached(t.cache, r.Bucket)
