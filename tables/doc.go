@@ -14,6 +14,12 @@
 //     the zero-copy Flight path), the query engine (scan.Table, through
 //     Store.Table), "t$lake", "t$changelog" (changelog.go) and subscription
 //     starts (start.go, follow.go, history.go).
+//   - Primary-key tables (pk*.go): a write is an upsert by key through the
+//     table's merge engine (tables/merge) that appends the changes it makes
+//     (+I, -U/+U, -D) to the log, then updates the table's key index
+//     (tables/keyindex, derived from the log and replayed from it on open)
+//     and its live sets (liveset.go), so that every read of the table layer
+//     returns one row per live key; Lookup reads the index alone.
 //   - The lake is attached, not built in: the tiering service implements
 //     Lake (lake.go) and is asked for each table's lake snapshot, files,
 //     engine parts and history. Log retention (retention.go) keeps every
