@@ -204,7 +204,7 @@ func appendCombinations(b *array.RecordBuilder, vals [][]any) {
 	var walk func(i int)
 	walk = func(i int) {
 		if i == len(vals) {
-			k := fmt.Sprint(combo...)
+			k := fmt.Sprintf("%#v", combo) // Go syntax: ("ab", "c") and ("a", "bc") differ
 			if seen[k] {
 				return
 			}

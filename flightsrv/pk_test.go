@@ -247,6 +247,10 @@ func TestPKLookupCompositeKey(t *testing.T) {
 		t.Errorf("ticket %q, want a lookup", k)
 	}
 	sameRows(t, "composite", ts.fetch(info), []string{"1", "2"})
+	// Combinations are told apart whole: ('ab', 'c') is not ('a', 'bc').
+	ts.mustExec("CREATE TABLE ss (a VARCHAR, b VARCHAR, PRIMARY KEY (a, b))")
+	ts.mustUpdate("INSERT INTO ss VALUES ('ab', 'c'), ('a', 'bc')")
+	sameRows(t, "two string keys", ts.rows("SELECT * FROM ss WHERE a IN ('ab', 'a') AND b IN ('c', 'bc')"), []string{"ab|c", "a|bc"})
 	if k := ticketKind(t, ts.mustExec("SELECT v FROM ck WHERE id = 1")); k != "query" {
 		t.Errorf("a part of the key: ticket %q, want a query", k)
 	}
