@@ -117,29 +117,23 @@ func decodeDictionary(d *array.Dictionary, mem memory.Allocator) (arrow.Array, e
 	return out, nil
 }
 
+// copyStrings copies n string values of src into a plain VARCHAR array.
 func copyStrings(src arrow.Array, n int, value func(int) string, mem memory.Allocator) arrow.Array {
-	b := array.NewStringBuilder(mem)
-	defer b.Release()
-	b.Reserve(n)
-	size := 0
-	for i := 0; i < n; i++ {
-		if src.IsValid(i) {
-			size += len(value(i))
-		}
-	}
-	b.ReserveData(size)
-	for i := 0; i < n; i++ {
-		if src.IsNull(i) {
-			b.AppendNull()
-		} else {
-			b.Append(value(i))
-		}
-	}
-	return b.NewArray()
+	return copyValues(array.NewStringBuilder(mem), src, n, value)
 }
 
+// copyBinary copies n binary values of src into a plain BLOB array.
 func copyBinary(src arrow.Array, n int, value func(int) []byte, mem memory.Allocator) arrow.Array {
-	b := array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
+	return copyValues(array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary), src, n, value)
+}
+
+// copyValues appends src's n values (value(i), or NULL) to b, with the
+// offsets and the data reserved up front, and returns the array.
+func copyValues[T string | []byte](b interface {
+	array.Builder
+	ReserveData(int)
+	Append(T)
+}, src arrow.Array, n int, value func(int) T) arrow.Array {
 	defer b.Release()
 	b.Reserve(n)
 	size := 0
