@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -31,8 +32,11 @@ type (
 		LogSegmentBytes   int64    `json:"log_segment_bytes"`
 		DatalakeEnabled   bool     `json:"datalake_enabled"`
 		DatalakeFreshness int64    `json:"datalake_freshness_ns"`
-		MergeEngine       string   `json:"merge_engine"`
-		VersionColumn     string   `json:"version_column"`
+		// DatalakeKeepOnDrop: absent in rows written before it was
+		// stored; decodeRow then reads it from the raw options.
+		DatalakeKeepOnDrop bool   `json:"datalake_keep_on_drop,omitempty"`
+		MergeEngine        string `json:"merge_engine"`
+		VersionColumn      string `json:"version_column"`
 		// FieldAgg: the aggregation engine's functions by column; absent
 		// for other tables.
 		FieldAgg map[string]storedFieldAgg `json:"field_agg,omitempty"`
@@ -92,8 +96,8 @@ func encodeOptions(o Options) string {
 		BucketNum: o.BucketNum, BucketKey: o.BucketKey,
 		LogCompression: string(o.LogCompression), LogRetention: int64(o.LogRetention),
 		LogSegmentBytes: o.LogSegmentBytes, DatalakeEnabled: o.DatalakeEnabled,
-		DatalakeFreshness: int64(o.DatalakeFreshness),
-		MergeEngine:       string(o.MergeEngine), VersionColumn: o.VersionColumn,
+		DatalakeFreshness: int64(o.DatalakeFreshness), DatalakeKeepOnDrop: o.DatalakeKeepOnDrop,
+		MergeEngine: string(o.MergeEngine), VersionColumn: o.VersionColumn,
 		FieldAgg: encodeFieldAgg(o.FieldAgg),
 	})
 }
@@ -129,8 +133,8 @@ func decodeOptions(s string) (Options, error) {
 		BucketNum: in.BucketNum, BucketKey: in.BucketKey,
 		LogCompression: Compression(in.LogCompression), LogRetention: time.Duration(in.LogRetention),
 		LogSegmentBytes: in.LogSegmentBytes, DatalakeEnabled: in.DatalakeEnabled,
-		DatalakeFreshness: time.Duration(in.DatalakeFreshness),
-		MergeEngine:       MergeEngine(in.MergeEngine), VersionColumn: in.VersionColumn,
+		DatalakeFreshness: time.Duration(in.DatalakeFreshness), DatalakeKeepOnDrop: in.DatalakeKeepOnDrop,
+		MergeEngine: MergeEngine(in.MergeEngine), VersionColumn: in.VersionColumn,
 		FieldAgg: decodeFieldAgg(in.FieldAgg),
 	}, nil
 }
@@ -301,6 +305,11 @@ func (t *Table) decodeRow(pk, part, opts, raw string) error {
 	}
 	if err := json.Unmarshal([]byte(raw), &t.RawOptions); err != nil {
 		return fmt.Errorf("raw options: %w", err)
+	}
+	// Rows written before datalake.keep-on-drop was stored resolved have
+	// it only as written.
+	if v, ok := t.RawOptions[OptDatalakeKeepOnDrop]; ok && !t.Options.DatalakeKeepOnDrop {
+		t.Options.DatalakeKeepOnDrop, _ = strconv.ParseBool(v)
 	}
 	return nil
 }

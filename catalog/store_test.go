@@ -305,3 +305,40 @@ func TestOpenValidatesConfig(t *testing.T) {
 		t.Errorf("Open with bad config: %v", err)
 	}
 }
+
+// TestOptionsDurable checks that every resolved option of a table comes
+// back after a reopen as it was created (datalake.keep-on-drop once did
+// not), and that a row stored before keep-on-drop was kept resolved reads
+// it from the options as written.
+func TestOptionsDurable(t *testing.T) {
+	c, path := newTestCatalog(t)
+	ctx := context.Background()
+	created := exec(t, c, `CREATE TABLE kept (id BIGINT PRIMARY KEY, amount DOUBLE, v BIGINT)
+		WITH ('bucket.num' = '3', 'log.retention' = '2h', 'log.compression' = 'lz4', 'log.segment.bytes' = '8MiB',
+		'datalake.enabled' = 'true', 'datalake.freshness' = '5s', 'datalake.keep-on-drop' = 'true',
+		'merge-engine' = 'aggregation', 'fields.amount.agg' = 'sum')`).Table
+	if !created.Options.DatalakeKeepOnDrop {
+		t.Fatal("keep-on-drop not parsed")
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c2 := openTest(t, path)
+	defer c2.Close()
+	got, err := c2.Table(ctx, DefaultDatabase, "kept")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Options, created.Options) {
+		t.Errorf("options after reopen:\n got %+v\nwant %+v", got.Options, created.Options)
+	}
+
+	var old Table
+	if err := old.decodeRow(`["id"]`, `[]`, `{"bucket_num":1,"datalake_enabled":true}`,
+		`{"datalake.keep-on-drop":"true"}`); err != nil {
+		t.Fatal(err)
+	}
+	if !old.Options.DatalakeKeepOnDrop {
+		t.Error("a row stored before keep-on-drop was resolved lost it")
+	}
+}
