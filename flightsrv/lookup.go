@@ -22,7 +22,9 @@ import (
 
 // Point lookups: a query of the shape planner.Lookup over a primary-key
 // table whose conditions name exactly the key columns is answered by
-// Table.Lookup from the key index, without a scan and without the engine.
+// Table.Lookup from the key index, without a scan and without the engine;
+// one whose conditions name the key's leading columns is a prefix lookup
+// (Table.LookupPrefix: a range of the index).
 // A prepared lookup bound to N parameter rows is one Lookup of every
 // row's keys (a batch lookup): the result holds, in the rows' order, the
 // row of each key that exists. Everything else about the query is as the
@@ -41,6 +43,8 @@ type lookupPlan struct {
 	schema *arrow.Schema
 	// params are the parameters' types, by number.
 	params []arrow.DataType
+	// prefix is set when keys are the key's leading columns only.
+	prefix bool
 }
 
 type lookupKey struct {
@@ -73,10 +77,13 @@ func (s *Server) planLookup(ctx context.Context, st *planner.Statement) *lookupP
 		}
 		terms[c] = term
 	}
-	if len(terms) != len(def.PrimaryKey) {
+	if len(terms) > len(def.PrimaryKey) {
 		return nil
 	}
-	for _, k := range def.PrimaryKey {
+	// The conditions name the whole key, or its leading columns (a prefix
+	// lookup: every key that begins with them).
+	lp.prefix = len(terms) < len(def.PrimaryKey)
+	for _, k := range def.PrimaryKey[:len(terms)] {
 		c := def.ColumnIndex(k)
 		term, ok := terms[c]
 		if !ok {
@@ -430,6 +437,9 @@ func (s *Server) streamLookup(ctx context.Context, tk *ticket, out flight.DataSt
 		return err
 	}
 	defer keys.Release()
+	if lp.prefix {
+		return s.streamPrefix(ctx, lp, keys, out)
+	}
 	rec, err := lp.t.Lookup(ctx, keys, lp.cols)
 	if err != nil {
 		return err
@@ -444,6 +454,22 @@ func (s *Server) streamLookup(ctx context.Context, tk *ticket, out flight.DataSt
 		if err != nil {
 			return err
 		}
+	}
+	return w.Close()
+}
+
+// streamPrefix answers a prefix lookup: every key that begins with one of
+// keys' rows, record by record.
+func (s *Server) streamPrefix(ctx context.Context, lp *lookupPlan, keys arrow.RecordBatch, out flight.DataStreamWriter) error {
+	w := newRecordWriter(out, ipc.WithSchema(lp.schema), ipc.WithAllocator(s.opts.Mem))
+	defer w.Close()
+	err := lp.t.LookupPrefix(ctx, keys, lp.cols, func(rec arrow.RecordBatch) error {
+		relabeled := array.NewRecordBatch(lp.schema, rec.Columns(), rec.NumRows())
+		defer relabeled.Release()
+		return w.Write(relabeled)
+	})
+	if err != nil {
+		return err
 	}
 	return w.Close()
 }

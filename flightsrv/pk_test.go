@@ -252,8 +252,14 @@ func TestPKLookupCompositeKey(t *testing.T) {
 	ts.mustUpdate("INSERT INTO ss VALUES ('ab', 'c'), ('a', 'bc')")
 	sameRows(t, "two string keys", ts.rows("SELECT * FROM ss WHERE a IN ('ab', 'a') AND b IN ('c', 'bc')"), []string{"ab|c", "a|bc"})
 	if k := ticketKind(t, ts.mustExec("SELECT v FROM ck WHERE id = 1")); k != "query" {
-		t.Errorf("a part of the key: ticket %q, want a query", k)
+		t.Errorf("a part of the key that is not its leading columns: ticket %q, want a query", k)
 	}
+	// The leading columns: a prefix lookup.
+	info = ts.mustExec("SELECT id, v FROM ck WHERE region = 'eu'")
+	if k := ticketKind(t, info); k != "lookup" {
+		t.Errorf("the key's leading column: ticket %q, want a lookup", k)
+	}
+	sameRows(t, "prefix", ts.fetch(info), []string{"1|1", "2|3"})
 }
 
 // A plain scan of a primary-key table, in SQL or by a PATH descriptor,
@@ -316,6 +322,10 @@ func TestPKLookupMatchesEngine(t *testing.T) {
 		"k = 3000000000 AND s = 's1'",
 		"k = -2147483649 AND s IN ('s1')",
 		"k IN (-9223372036854775808, 9223372036854775807, 18446744073709551616) AND s = 's1'",
+		// Prefix lookups: the key's leading column.
+		"k = 3",
+		"k IN (1, -25, 24, 2, 1, 99)",
+		"k = 3000000000",
 	} {
 		sql := "SELECT k, s, v FROM lk WHERE " + where
 		info := ts.mustExec(sql)

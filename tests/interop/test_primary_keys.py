@@ -201,6 +201,25 @@ def test_composite_key_lookup(conn):
     cur.close()
 
 
+def test_prefix_lookup_of_the_bucket_key(conn):
+    # Bucketed by the key's leading column: a lookup of that column reads
+    # one bucket's range of the key index (every key that begins with it).
+    query(conn, "CREATE TABLE acct (tenant VARCHAR, id BIGINT, v BIGINT, PRIMARY KEY (tenant, id)) "
+                "WITH ('bucket.num'='4', 'bucket.key'='tenant')")
+    ingest(conn, "acct", pa.table({
+        "tenant": pa.array([f"t{i % 10}" for i in range(1000)]),
+        "id": pa.array(range(1000), pa.int64()),
+        "v": pa.array(range(1000), pa.int64())}))
+    query(conn, "DELETE FROM acct WHERE tenant = 't3' AND id < 500")
+    cur = conn.cursor()
+    for tenant in ["t3", "t7", "nobody"]:
+        cur.execute("SELECT id, v FROM acct WHERE tenant = ?", (tenant,))
+        got = sorted(r["id"] for r in cur.fetch_arrow_table().to_pylist())
+        want = [i for i in range(1000) if f"t{i % 10}" == tenant and not (tenant == "t3" and i < 500)]
+        assert got == want, tenant
+    cur.close()
+
+
 def test_plain_flight_scan_of_pk_table_reads_the_state(server, conn):
     import pyarrow.flight as fl
     query(conn, KV)
