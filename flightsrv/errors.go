@@ -64,6 +64,8 @@ func toStatus(err error) error {
 		code = codes.OutOfRange
 	case errors.Is(err, errUnsupported), errors.Is(err, arrowmsg.ErrUnsupported):
 		code = codes.Unimplemented // e.g. a union column in an ingest stream
+	case errors.Is(err, tables.ErrWriteConflict):
+		code = codes.Aborted // concurrent writes kept changing the rows: run the statement again
 	case errors.Is(err, tables.ErrSchemaChanged):
 		code = codes.Aborted // retry the write: it is conformed to the new definition
 	case errors.Is(err, tables.ErrCaptureRace):

@@ -2,6 +2,7 @@ package flightsrv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -14,12 +15,19 @@ import (
 // DELETE and UPDATE of primary-key tables (planner/dml.go): the engine
 // runs the statement's source query over the table's current state and
 // the table applies what it selected in one write: the keys to delete
-// (Table.Delete) or the new whole rows (Table.Overwrite). The selection
-// is read to its end before the write starts, so the statement never
-// reads its own changes. Between the two a concurrent write of the same
-// keys may land; the statement's write then wins (last writer wins, as
-// for any two writes of a key: an UPDATE of a row deleted in between
-// writes it again, as Overwrite does for a key without a row).
+// (Table.DeleteSince) or the new whole rows (Table.OverwriteSince). The
+// selection is read to its end before the write starts, so the statement
+// never reads its own changes. The write is conditional on the state
+// taken before the query: should a concurrent write change one of the
+// selected rows in between (or delete a row an UPDATE computed from), the
+// write is refused whole and the statement runs again, reading the newer
+// rows, up to dmlAttempts times (then Aborted: try again). So an UPDATE
+// never loses a concurrent update (`SET n = n + 1` from two clients adds
+// 2), and a DELETE deletes only rows it saw.
+
+// dmlAttempts bounds the runs of one DELETE or UPDATE whose rows keep
+// changing under it.
+const dmlAttempts = 16
 
 // execDelete runs a DELETE once per argument row (nil: once, without
 // parameters) and returns how many rows it deleted.
@@ -28,7 +36,9 @@ func (s *Server) execDelete(ctx context.Context, d *planner.Delete, argRows [][]
 	if err != nil {
 		return 0, err
 	}
-	return s.applyEach(ctx, query, argRows, func(rec arrow.RecordBatch) (int64, error) { return t.Delete(ctx, rec) })
+	return s.applyEach(ctx, t, query, argRows, func(rec arrow.RecordBatch, since tables.PKState) (int64, error) {
+		return t.DeleteSince(ctx, rec, since)
+	})
 }
 
 // execUpdateRows runs an UPDATE once per argument row and returns how many
@@ -38,7 +48,9 @@ func (s *Server) execUpdateRows(ctx context.Context, u *planner.Update, argRows 
 	if err != nil {
 		return 0, err
 	}
-	return s.applyEach(ctx, query, argRows, func(rec arrow.RecordBatch) (int64, error) { return t.Overwrite(ctx, rec) })
+	return s.applyEach(ctx, t, query, argRows, func(rec arrow.RecordBatch, since tables.PKState) (int64, error) {
+		return t.OverwriteSince(ctx, rec, since)
+	})
 }
 
 // dmlSource finds the table of a DELETE or UPDATE and its source query.
@@ -54,27 +66,42 @@ func (s *Server) dmlSource(ctx context.Context, db, name string, query func(*tab
 	return t, q, err
 }
 
-func (s *Server) applyEach(ctx context.Context, query string, argRows [][]any, apply func(arrow.RecordBatch) (int64, error)) (int64, error) {
+func (s *Server) applyEach(ctx context.Context, t *tables.Table, query string, argRows [][]any, apply func(arrow.RecordBatch, tables.PKState) (int64, error)) (int64, error) {
 	if argRows == nil {
 		argRows = [][]any{nil}
 	}
 	var n int64
 	for _, args := range argRows {
-		rec, err := s.selectAll(ctx, query, args)
-		if err != nil {
-			return n, err
-		}
-		if rec.NumRows() > 0 {
-			var k int64
-			k, err = apply(rec)
-			n += k
-		}
-		rec.Release()
+		k, err := s.applyOnce(ctx, t, query, args, apply)
+		n += k
 		if err != nil {
 			return n, err
 		}
 	}
 	return n, nil
+}
+
+// applyOnce runs one execution of a DELETE or UPDATE: select, then the
+// conditional write, again while concurrent writes conflict.
+func (s *Server) applyOnce(ctx context.Context, t *tables.Table, query string, args []any, apply func(arrow.RecordBatch, tables.PKState) (int64, error)) (int64, error) {
+	for attempt := 1; ; attempt++ {
+		since, _ := t.PKState()
+		rec, err := s.selectAll(ctx, query, args)
+		if err != nil {
+			return 0, err
+		}
+		var k int64
+		if rec.NumRows() > 0 {
+			k, err = apply(rec, since)
+		}
+		rec.Release()
+		if !errors.Is(err, tables.ErrWriteConflict) {
+			return k, err
+		}
+		if attempt == dmlAttempts {
+			return 0, fmt.Errorf("%w: %d attempts", err, attempt)
+		}
+	}
 }
 
 // selectAll runs query and returns all its rows as one record.

@@ -82,6 +82,10 @@ func pkError(def *catalog.Table, err error) error {
 // them existed. Each removed row is a -D change record. The delete is one
 // atomic write, durable on return.
 func (t *Table) Delete(ctx context.Context, keys arrow.RecordBatch) (int64, error) {
+	return t.delete(ctx, keys, PKState{})
+}
+
+func (t *Table) delete(ctx context.Context, keys arrow.RecordBatch, since PKState) (int64, error) {
 	if t.pk == nil {
 		return 0, fmt.Errorf("delete from %s: %w", t.Name(), ErrNotPrimaryKey)
 	}
@@ -91,7 +95,7 @@ func (t *Table) Delete(ctx context.Context, keys arrow.RecordBatch) (int64, erro
 		return 0, err
 	}
 	defer rec.Release()
-	res, err := t.writePK(ctx, def, []pkInput{{rec: rec, present: present, op: opDelete}})
+	res, err := t.writePK(ctx, def, []pkInput{{rec: rec, present: present, op: opDelete, since: since}})
 	return res.existed, pkError(def, err)
 }
 
@@ -100,6 +104,10 @@ func (t *Table) Delete(ctx context.Context, keys arrow.RecordBatch) (int64, erro
 // for a key that had a row, +I for one that had none. It returns the rows
 // written; one atomic write, durable on return.
 func (t *Table) Overwrite(ctx context.Context, rows arrow.RecordBatch) (int64, error) {
+	return t.overwrite(ctx, rows, PKState{})
+}
+
+func (t *Table) overwrite(ctx context.Context, rows arrow.RecordBatch, since PKState) (int64, error) {
 	if t.pk == nil {
 		return 0, fmt.Errorf("update %s: %w", t.Name(), ErrNotPrimaryKey)
 	}
@@ -114,7 +122,7 @@ func (t *Table) Overwrite(ctx context.Context, rows arrow.RecordBatch) (int64, e
 			return 0, &SchemaError{Table: def.FullName(), Column: def.Columns[i].Name, Msg: "missing: an overwrite sets whole rows"}
 		}
 	}
-	res, err := t.writePK(ctx, def, []pkInput{{rec: rec, present: present, op: opOverwrite}})
+	res, err := t.writePK(ctx, def, []pkInput{{rec: rec, present: present, op: opOverwrite, since: since}})
 	return res.rows, pkError(def, err)
 }
 

@@ -32,6 +32,10 @@ type pkInput struct {
 	rec     arrow.RecordBatch
 	present []bool
 	op      pkOp
+	// since, when valid, makes the write conditional: refused with
+	// ErrWriteConflict if a key it touches was written after since
+	// (pk_conflict.go).
+	since PKState
 }
 
 // pkResult is what a write did.
@@ -82,6 +86,9 @@ func (t *Table) writePK(ctx context.Context, def *catalog.Table, inputs []pkInpu
 		if err := p.resyncLocked(ctx); err != nil {
 			return pkResult{}, err
 		}
+	}
+	if err := p.checkSince(ctx, lay, inputs); err != nil {
+		return pkResult{}, err
 	}
 	n := t.log.Buckets()
 	refs := make([][]rowRef, n)
