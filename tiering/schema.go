@@ -60,7 +60,20 @@ func icebergSchema(def *catalog.Table) (*iceberg.Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("iceberg schema of table %q: assign field ids: %w", def.FullName(), err)
 	}
-	return sch, nil
+	if !def.HasPrimaryKey() {
+		return sch, nil
+	}
+	// A primary-key table's key columns are the schema's identifier fields
+	// (docs/lake.md, "The Iceberg table").
+	ids := make([]int, len(def.PrimaryKey))
+	for i, name := range def.PrimaryKey {
+		f, ok := sch.FindFieldByName(name)
+		if !ok {
+			return nil, fmt.Errorf("iceberg schema of table %q: no key column %q", def.FullName(), name)
+		}
+		ids[i] = f.ID
+	}
+	return iceberg.NewSchemaWithIdentifiers(sch.ID, ids, sch.Fields()...), nil
 }
 
 // primitiveIceberg is the Iceberg column of catalog/types_arrow.go's mapping
