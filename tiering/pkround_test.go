@@ -324,6 +324,7 @@ func TestPKTieringModel(t *testing.T) {
 				}
 				e.checkLake("kv", lake, fmt.Sprintf("step %d, after its round", step))
 				e.checkPKLake("kv", fmt.Sprintf("step %d, after its round", step))
+				e.checkLiveRows("kv", lake, fmt.Sprintf("step %d, after its round", step))
 				if rng.IntN(3) == 0 {
 					res, err := e.svc.Maintain(ctx, id, false)
 					if err != nil {
@@ -332,6 +333,7 @@ func TestPKTieringModel(t *testing.T) {
 					compacted += res.FilesCompacted
 					e.checkLake("kv", lake, fmt.Sprintf("step %d, after maintenance", step))
 					e.checkPKLake("kv", fmt.Sprintf("step %d, after maintenance", step))
+					e.checkLiveRows("kv", lake, fmt.Sprintf("step %d, after maintenance", step))
 				}
 			}
 			if compacted == 0 || crashes == 0 {
@@ -368,5 +370,43 @@ func (e *lakeEnv) checkPKLake(name, when string) {
 				e.t.Fatalf("%s: bucket %d offset %d: at %s row %d (%v) in memory, %s row %d (%v) in the lake", when, b, off, gp, gr, gok, wp, wr, wok)
 			}
 		}
+	}
+}
+
+// checkLiveRows asserts that LiveRows, over every bucket, reads exactly m,
+// each row with an offset live in the lake's state.
+func (e *lakeEnv) checkLiveRows(name string, m pkModel, when string) {
+	e.t.Helper()
+	tbl := e.table(name)
+	h := lakeReader{s: e.svc, lt: e.svc.lookup(tbl.Def().ID)}
+	st := h.lt.state.Load()
+	got := pkModel{}
+	for b := range st.offsets {
+		tiered, err := h.LiveRows(context.Background(), b, func(rec arrow.RecordBatch, offsets []int64) error {
+			if int64(len(offsets)) != rec.NumRows() {
+				return fmt.Errorf("%d rows with %d offsets", rec.NumRows(), len(offsets))
+			}
+			idc, amounts, kinds := rec.Column(0).(*array.Int64), rec.Column(1).(*array.Float64), rec.Column(2).(*array.String)
+			for i, off := range offsets {
+				if !st.pk.state.Live(b, off) {
+					return fmt.Errorf("bucket %d offset %d is not live", b, off)
+				}
+				id := idc.Value(i)
+				if _, dup := got[id]; dup {
+					return fmt.Errorf("key %d twice", id)
+				}
+				got[id] = pkRow{amounts.Value(i), kinds.Value(i)}
+			}
+			return nil
+		})
+		if err != nil {
+			e.t.Fatalf("%s: live rows of bucket %d: %v", when, b, err)
+		}
+		if tiered != st.offsets[b] {
+			e.t.Fatalf("%s: live rows of bucket %d up to %d, tiered to %d", when, b, tiered, st.offsets[b])
+		}
+	}
+	if !maps.Equal(got, m) {
+		e.t.Fatalf("%s: the lake's live rows are %s, want %s", when, describe(got), describe(m))
 	}
 }
