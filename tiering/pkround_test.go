@@ -410,3 +410,47 @@ func (e *lakeEnv) checkLiveRows(name string, m pkModel, when string) {
 		e.t.Fatalf("%s: the lake's live rows are %s, want %s", when, describe(got), describe(m))
 	}
 }
+
+// A primary-key table partitioned by more than its bucket (here the key
+// itself, identity(id), with bucket(2, id)): each round's position deletes
+// are one file per partition of the rows they delete, each carrying its
+// partition, and the table reads as its state.
+func TestPKRoundsPartitioned(t *testing.T) {
+	e := newLakeEnv(t, Config{})
+	e.exec(`CREATE TABLE kv (id BIGINT NOT NULL, amount DOUBLE, kind VARCHAR, PRIMARY KEY (id)) PARTITIONED BY (id)
+		WITH ('bucket.num'='2', 'datalake.freshness'='1h')`)
+	m := pkModel{}
+	e.upsert("kv", m, ids(0, 30), 1, "a")
+	e.round("kv")
+	e.upsert("kv", m, ids(10, 40), 2, "b")
+	e.remove("kv", m, ids(0, 5))
+	e.partial("kv", m, ids(20, 25), 3)
+	e.round("kv")
+	e.checkLake("kv", m, "partitioned")
+	st := e.svc.lookup(e.table("kv").Def().ID).state.Load()
+	if spec := st.tbl.Spec(); spec.NumFields() != 2 {
+		t.Fatalf("partition spec %v, want identity(id) and bucket(2, id)", spec)
+	}
+	perPartition := map[string]int{}
+	for _, d := range st.pk.deletes {
+		for _, target := range d.targets {
+			if partitionKeyOf(st.pk.files[target].df) != partitionKeyOf(d.df) {
+				t.Fatalf("delete file %s targets %s of another partition", d.df.FilePath(), target)
+			}
+		}
+		perPartition[partitionKeyOf(d.df)]++
+	}
+	// Keys 0..4 deleted and 10..29 updated in the second round: each of
+	// their partitions got one delete file of that round.
+	if len(perPartition) != 25 {
+		t.Fatalf("delete files in %d partitions, want 25", len(perPartition))
+	}
+	for k, n := range perPartition {
+		if n != 1 {
+			t.Fatalf("partition %s has %d delete files, want 1", k, n)
+		}
+	}
+	e.restart(Config{})
+	e.checkPKLake("kv", "partitioned, after a restart")
+	e.checkLiveRows("kv", m, "partitioned, after a restart")
+}
