@@ -240,8 +240,6 @@ func TestLogTableRoundsWriteNoDeletes(t *testing.T) {
 	}
 }
 
-
-
 // The model test of primary-key tiering: random upserts, partial updates
 // and deletes, over many rounds, compactions, restarts and rounds that
 // crash before their commit, in the middle of writing, or after their
