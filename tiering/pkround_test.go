@@ -485,3 +485,42 @@ func TestPKRoundAfterAnotherWriter(t *testing.T) {
 		t.Fatalf("the other writer's property is %q", got)
 	}
 }
+
+// The key stays the identifier fields across ADD COLUMN, and a lake table
+// without them (a primary-key table's lake created by an earlier version)
+// gets them when it is loaded.
+func TestPKIdentifierFields(t *testing.T) {
+	e := newLakeEnv(t, Config{})
+	e.exec(fmt.Sprintf(createKV, 2, ""))
+	ctx := context.Background()
+	ident := table.Identifier{"default", "kv"}
+	identifiers := func() []int {
+		tbl, err := e.ice.LoadTable(ctx, ident)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tbl.Schema().IdentifierFieldIDs
+	}
+	e.exec("ALTER TABLE kv ADD COLUMN note VARCHAR")
+	if got := identifiers(); !slices.Equal(got, []int{1}) {
+		t.Fatalf("identifier fields after ADD COLUMN: %v, want [1]", got)
+	}
+	tbl, err := e.ice.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.UpdateSchema(false, false).SetIdentifierField(nil).Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := identifiers(); len(got) != 0 {
+		t.Fatalf("identifier fields not cleared: %v", got)
+	}
+	e.restart(Config{})
+	if got := identifiers(); !slices.Equal(got, []int{1}) {
+		t.Fatalf("identifier fields after a load: %v, want [1]", got)
+	}
+}
