@@ -38,12 +38,16 @@ type pkLake struct {
 	deletes map[string]*pkDeletes
 }
 
-// lakeRun is a run of a bucket's offsets in one data file.
+// lakeRun is consecutive offsets of a bucket in consecutive rows of one
+// data file, whatever their change types and commits (the -U/+U pair of an
+// update is one run here, two in the row map).
 type lakeRun struct {
-	run
-	path string // the data file
-	row  int64  // the file row of the run's first offset
+	offset, rows int64
+	path         string // the data file
+	row          int64  // the file row of the run's first offset
 }
+
+func (r lakeRun) end() int64 { return r.offset + r.rows }
 
 // pkFile is a data file of the snapshot.
 type pkFile struct {
@@ -90,7 +94,12 @@ func fileRuns(path string, m rowMap, into [][]lakeRun) error {
 		if int(r.bucket) >= len(into) {
 			return fmt.Errorf("lake file %s: bucket %d in its row map, but the table has %d buckets", path, r.bucket, len(into))
 		}
-		into[r.bucket] = append(into[r.bucket], lakeRun{run: r, path: path, row: row})
+		runs := into[r.bucket]
+		if n := len(runs); n > 0 && runs[n-1].path == path && runs[n-1].end() == r.offset && runs[n-1].row+runs[n-1].rows == row {
+			runs[n-1].rows += r.rows
+		} else {
+			into[r.bucket] = append(runs, lakeRun{offset: r.offset, rows: r.rows, path: path, row: row})
+		}
 		row += r.rows
 	}
 	return nil

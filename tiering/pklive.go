@@ -36,7 +36,7 @@ func (h lakeReader) LiveRows(ctx context.Context, bucket int, fn func(rec arrow.
 	var paths []string
 	seen := map[string]bool{}
 	for _, r := range pk.runs[bucket] {
-		if !seen[r.path] && isState(r.change) && pk.state.AnyLive(bucket, r.offset, r.end()) {
+		if !seen[r.path] && pk.state.AnyLive(bucket, r.offset, r.end()) {
 			seen[r.path] = true
 			paths = append(paths, r.path)
 		}

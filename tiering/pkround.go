@@ -162,9 +162,11 @@ func (s *Service) tryPKRound(ctx context.Context, lt *lakeTable, st *lakeState) 
 // The Arrow schema of a position delete file, with the reserved field ids
 // of the Iceberg spec.
 var posDeleteSchema = arrow.NewSchema([]arrow.Field{
-	{Name: "file_path", Type: arrow.BinaryTypes.String, Metadata: arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{"2147483546"})},
+	{Name: "file_path", Type: posDeletePathType, Metadata: arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{"2147483546"})},
 	{Name: "pos", Type: arrow.PrimitiveTypes.Int64, Metadata: arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{"2147483545"})},
 }, nil)
+
+var posDeletePathType = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
 
 // posDeleteStats makes the delete files' statistics exact: full lower
 // and upper bounds of file_path (readers match a delete file to the data
@@ -239,26 +241,40 @@ func (w *lakeWriter) writeDeleteFile(paths []string, targets map[string][]int64,
 		out.Close()
 		return nil, fmt.Errorf("open position delete file %s: %w", p, err)
 	}
-	b := array.NewRecordBuilder(w.mem, posDeleteSchema)
-	defer b.Release()
-	pb, ob := b.Field(0).(*array.StringBuilder), b.Field(1).(*array.Int64Builder)
+	// file_path is dictionary-encoded in Arrow as in Parquet: each path
+	// repeats for all its positions.
+	dict := array.NewStringBuilder(w.mem)
+	dict.AppendValues(paths, nil)
+	dictArr := dict.NewArray()
+	dict.Release()
+	defer dictArr.Release()
+	idx := array.NewInt32Builder(w.mem)
+	defer idx.Release()
+	ob := array.NewInt64Builder(w.mem)
+	defer ob.Release()
 	flush := func() error {
-		rec := b.NewRecordBatch()
+		ia := idx.NewArray()
+		defer ia.Release()
+		pa := array.NewDictionaryArray(posDeletePathType, ia, dictArr)
+		defer pa.Release()
+		oa := ob.NewArray()
+		defer oa.Release()
+		rec := array.NewRecordBatch(posDeleteSchema, []arrow.Array{pa, oa}, int64(oa.Len()))
 		defer rec.Release()
 		return fw.WriteBuffered(rec)
 	}
 	var n int64
-	for _, fp := range paths {
+	for i, fp := range paths {
 		pos := targets[fp]
 		slices.Sort(pos)
-		for i, v := range pos {
-			if i > 0 && pos[i-1] == v {
+		for k, v := range pos {
+			if k > 0 && pos[k-1] == v {
 				continue
 			}
-			pb.Append(fp)
+			idx.Append(int32(i))
 			ob.Append(v)
 			n++
-			if pb.Len() == 64<<10 {
+			if ob.Len() == 64<<10 {
 				if err := flush(); err != nil {
 					fw.Close()
 					return nil, fmt.Errorf("write position delete file %s: %w", p, err)
@@ -266,7 +282,7 @@ func (w *lakeWriter) writeDeleteFile(paths []string, targets map[string][]int64,
 			}
 		}
 	}
-	if pb.Len() > 0 {
+	if ob.Len() > 0 {
 		if err := flush(); err != nil {
 			fw.Close()
 			return nil, fmt.Errorf("write position delete file %s: %w", p, err)

@@ -437,6 +437,13 @@ func TestPKRoundsPartitioned(t *testing.T) {
 			}
 		}
 		perPartition[partitionKeyOf(d.df)]++
+		lo, hi := d.df.LowerBoundValues()[2147483546], d.df.UpperBoundValues()[2147483546]
+		if string(lo) != slices.Min(d.targets) || string(hi) != slices.Max(d.targets) {
+			t.Fatalf("delete file %s: file_path bounds [%q, %q], targets %v", d.df.FilePath(), lo, hi, d.targets)
+		}
+		if d.df.ContentType() != iceberg.EntryContentPosDeletes || d.df.Count() == 0 {
+			t.Fatalf("delete file %s: content %v, %d rows", d.df.FilePath(), d.df.ContentType(), d.df.Count())
+		}
 	}
 	// Keys 0..4 deleted and 10..29 updated in the second round: each of
 	// their partitions got one delete file of that round.
