@@ -254,7 +254,7 @@ func (s *Service) copyLiveRows(ctx context.Context, fs icebergio.IO, w *lakeWrit
 // gone replaced by added (with their row maps), the delete files dropped
 // removed; the state is unchanged.
 func (p *pkLake) withCompaction(gone map[string]bool, added []iceberg.DataFile, addedMaps []rowMap, dropped []iceberg.DataFile) (*pkLake, error) {
-	next := &pkLake{state: p.state, runs: make([][]lakeRun, len(p.runs)), files: maps.Clone(p.files), deletes: maps.Clone(p.deletes)}
+	next := &pkLake{state: p.state, runs: make([][]lakeRun, len(p.runs)), files: maps.Clone(p.files), deletes: maps.Clone(p.deletes), legacy: p.legacy}
 	for path := range gone {
 		delete(next.files, path)
 	}

@@ -36,7 +36,15 @@ type pkLake struct {
 	runs    [][]lakeRun
 	files   map[string]*pkFile
 	deletes map[string]*pkDeletes
+	// legacy is set for a lake no primary-key round committed to (one an
+	// earlier version tiered as plain rows): its -U and -D rows are not
+	// deleted yet, and the next round deletes them.
+	legacy bool
 }
+
+// pkDeletesKey is the table property a primary-key round sets: the
+// table's -U and -D rows are all deleted (pkLake.legacy).
+const pkDeletesKey = "lakestream.pk-deletes"
 
 // lakeRun is consecutive offsets of a bucket in consecutive rows of one
 // data file, whatever their change types and commits (the -U/+U pair of an
@@ -127,6 +135,7 @@ func (s *Service) loadPKLake(ctx context.Context, tbl *table.Table, name string,
 	if err != nil {
 		return nil, err
 	}
+	p.legacy = len(tasks) > 0 && tbl.Properties()[pkDeletesKey] != "true"
 	var dels []iceberg.DataFile
 	for _, task := range tasks {
 		df := task.File

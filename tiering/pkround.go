@@ -50,7 +50,8 @@ func (s *Service) tryPKRound(ctx context.Context, lt *lakeTable, st *lakeState) 
 		}
 		backlog += end - st.offsets[b]
 	}
-	if backlog == 0 {
+	prev := st.pk
+	if backlog == 0 && !prev.legacy {
 		return res, nil
 	}
 	w, err := newLakeWriter(ctx, tbl, s.cfg.Mem)
@@ -69,7 +70,6 @@ func (s *Service) tryPKRound(ctx context.Context, lt *lakeTable, st *lakeState) 
 		return res, fmt.Errorf("tier %s: the log holds offsets up to %v, the table's state ends at %v", def.FullName(), res.To, ends)
 	}
 	// The positions to delete, by data file.
-	prev := st.pk
 	targets := map[string][]int64{}
 	newFiles := map[string]iceberg.DataFile{}
 	for i, df := range files {
@@ -82,6 +82,20 @@ func (s *Service) tryPKRound(ctx context.Context, lt *lakeTable, st *lakeState) 
 				}
 			}
 			row += r.rows
+		}
+	}
+	if prev.legacy {
+		// Rows an earlier version tiered: their before images and deletes.
+		for path, f := range prev.files {
+			var row int64
+			for _, r := range f.rows {
+				if !isState(r.change) {
+					for k := range r.rows {
+						targets[path] = append(targets[path], row+k)
+					}
+				}
+				row += r.rows
+			}
 		}
 	}
 	for b := range ends {
@@ -119,7 +133,7 @@ func (s *Service) tryPKRound(ctx context.Context, lt *lakeTable, st *lakeState) 
 		w.abort()
 		return res, fmt.Errorf("tier %s: %w", def.FullName(), err)
 	}
-	if err := tx.SetProperties(iceberg.Properties{offsetsKey: formatOffsets(res.To)}); err != nil {
+	if err := tx.SetProperties(iceberg.Properties{offsetsKey: formatOffsets(res.To), pkDeletesKey: "true"}); err != nil {
 		w.abort()
 		return res, err
 	}

@@ -531,3 +531,38 @@ func TestPKIdentifierFields(t *testing.T) {
 		t.Fatalf("identifier fields after a load: %v, want [1]", got)
 	}
 }
+
+// A primary-key table an earlier version tiered as plain rows (every
+// change record, no deletes) is healed by its first round: the rows that
+// are not the state — superseded ones, before images, deletes — get
+// position deletes.
+func TestPKLegacyLakeIsHealed(t *testing.T) {
+	e := newLakeEnv(t, Config{})
+	e.exec(fmt.Sprintf(createKV, 2, ""))
+	m := pkModel{}
+	e.upsert("kv", m, ids(0, 50), 1, "a")
+	e.upsert("kv", m, ids(25, 75), 2, "b")
+	e.remove("kv", m, ids(0, 10))
+	// Tier as a log table's round would (the earlier version's way).
+	lt := e.svc.lookup(e.table("kv").Def().ID)
+	st := lt.state.Load()
+	lt.state.Store(&lakeState{tbl: st.tbl, offsets: st.offsets})
+	e.round("kv")
+	if _, err := e.icebergRows("kv"); err == nil || !strings.Contains(err.Error(), "twice") {
+		t.Fatalf("the legacy lake reads %v, want keys twice", err)
+	}
+	e.restart(Config{})
+	if !e.svc.lookup(e.table("kv").Def().ID).state.Load().pk.legacy {
+		t.Fatal("the legacy lake is not known as one")
+	}
+	e.round("kv") // nothing new in the log: deletes only
+	e.checkLake("kv", m, "after the healing round")
+	e.restart(Config{})
+	if e.svc.lookup(e.table("kv").Def().ID).state.Load().pk.legacy {
+		t.Fatal("the healed lake is still legacy")
+	}
+	e.upsert("kv", m, ids(70, 80), 3, "c")
+	e.round("kv")
+	e.checkLake("kv", m, "after a round on the healed lake")
+	e.checkPKLake("kv", "healed")
+}
