@@ -76,7 +76,10 @@ func (m *Maintenance) ensureDefaults() {
 type MaintenanceResult struct {
 	SnapshotsExpired int
 	FilesCompacted   int
-	OrphansDeleted   int
+	// DeleteFilesMerged is the position delete files merged (primary-key
+	// tables, pkmerge.go).
+	DeleteFilesMerged int
+	OrphansDeleted    int
 }
 
 // maintain runs the due maintenance of a table after a round.
@@ -110,6 +113,10 @@ func (s *Service) Maintain(ctx context.Context, tableID int64, orphans bool) (Ma
 	var err error
 	if st.pk != nil {
 		st, res.FilesCompacted, err = s.compactPK(ctx, lt, st, m)
+		if err == nil {
+			lt.state.Store(st)
+			st, res.DeleteFilesMerged, err = s.mergePKDeletes(ctx, st, m)
+		}
 	} else {
 		tbl, res.FilesCompacted, err = s.compact(ctx, tbl, m)
 		st = st.withTable(tbl)

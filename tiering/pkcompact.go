@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"time"
 
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
@@ -35,7 +34,7 @@ const pkCompactDeletedShare = 0.5
 // returns the lake state after it and the number of data files rewritten.
 func (s *Service) compactPK(ctx context.Context, lt *lakeTable, st *lakeState, m Maintenance) (*lakeState, int, error) {
 	pk := st.pk
-	cutoff := time.Now().Add(-lt.t.Def().Options.LogRetention).UnixMicro()
+	cutoff := s.now().Add(-lt.t.Def().Options.LogRetention).UnixMicro()
 	picked := s.pickPKCompaction(pk, m, cutoff)
 	if len(picked) == 0 {
 		return st, 0, nil

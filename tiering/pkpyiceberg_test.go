@@ -1,6 +1,7 @@
 package tiering
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"os/exec"
@@ -16,7 +17,7 @@ import (
 func TestPKPyicebergReadsTheState(t *testing.T) {
 	py := filepath.Join(repoRoot(t), ".venv", "bin", "python")
 	requireTool(t, py, "run `make venv` to install pyiceberg into .venv")
-	e := newLakeEnv(t, Config{})
+	e := newLakeEnv(t, Config{Maintenance: Maintenance{CompactMinFiles: 2}})
 	e.exec(`CREATE TABLE kv (id BIGINT NOT NULL, amount DOUBLE, kind VARCHAR, PRIMARY KEY (id))
 		WITH ('bucket.num'='3', 'datalake.freshness'='1h')`)
 	m := pkModel{}
@@ -27,6 +28,15 @@ func TestPKPyicebergReadsTheState(t *testing.T) {
 	e.partial("kv", m, ids(20, 30), 3)
 	e.round("kv")
 	e.remove("kv", m, ids(140, 150))
+	e.round("kv")
+	// Merged delete files (their data sequence number the largest of those
+	// they replace) apply as the files they replace did.
+	res, err := e.svc.Maintain(context.Background(), e.table("kv").Def().ID, false)
+	if err != nil || res.DeleteFilesMerged == 0 {
+		t.Fatalf("maintenance merged %d delete files: %v", res.DeleteFilesMerged, err)
+	}
+	e.checkLake("kv", m, "after merging delete files")
+	e.upsert("kv", m, ids(0, 20), 4, "c")
 	e.round("kv")
 	const script = `
 import json, sys

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -247,9 +248,14 @@ func TestLogTableRoundsWriteNoDeletes(t *testing.T) {
 // scanner, position deletes applied) is exactly the model as of the last
 // committed round: no key lost, none twice, no round applied twice.
 func TestPKTieringModel(t *testing.T) {
-	for _, buckets := range []int{1, 3} {
-		t.Run(fmt.Sprintf("buckets=%d", buckets), func(t *testing.T) {
+	for _, tc := range []struct {
+		buckets   int
+		retention string // 1ms: every committed file may be compacted; 7d: only at passes a month ahead
+	}{{1, "1ms"}, {3, "1ms"}, {3, "7d"}} {
+		buckets := tc.buckets
+		t.Run(fmt.Sprintf("buckets=%d,retention=%s", buckets, tc.retention), func(t *testing.T) {
 			var crash atomic.Int32 // 1 before the commit, 2 mid-round, 3 after it
+			var ahead atomic.Bool  // the compaction clock is 30 days ahead
 			fail := func(kind int32) error {
 				if crash.Load() == kind {
 					return errCrash
@@ -262,12 +268,18 @@ func TestPKTieringModel(t *testing.T) {
 					beforeCommit: func() error { return fail(1) },
 					midRound:     func(int) error { return fail(2) },
 					afterCommit:  func() error { return fail(3) },
+					now: func() time.Time {
+						if ahead.Load() {
+							return time.Now().Add(30 * 24 * time.Hour)
+						}
+						return time.Now()
+					},
 				},
 			}
 			e := newLakeEnv(t, cfg)
 			// A short log.retention makes every committed file old enough to
 			// compact.
-			e.exec(fmt.Sprintf(createKV, buckets, ", 'log.retention'='1ms'"))
+			e.exec(fmt.Sprintf(createKV, buckets, ", 'log.retention'='"+tc.retention+"'"))
 			ctx := context.Background()
 			id := e.table("kv").Def().ID
 			rng := rand.New(rand.NewPCG(uint64(buckets), 16))
@@ -284,7 +296,7 @@ func TestPKTieringModel(t *testing.T) {
 				}
 				return out
 			}
-			var compacted, crashes int
+			var compacted, merged, crashes int
 			for step := 0; step < 80; step++ {
 				for range 1 + rng.IntN(4) {
 					switch rng.IntN(4) {
@@ -324,21 +336,26 @@ func TestPKTieringModel(t *testing.T) {
 				e.checkPKLake("kv", fmt.Sprintf("step %d, after its round", step))
 				e.checkLiveRows("kv", lake, fmt.Sprintf("step %d, after its round", step))
 				if rng.IntN(3) == 0 {
+					// With a 7d retention, now and then a pass as if a month
+					// had gone by: the files are old enough to compact.
+					ahead.Store(rng.IntN(4) == 0)
 					res, err := e.svc.Maintain(ctx, id, false)
+					ahead.Store(false)
 					if err != nil {
 						t.Fatalf("step %d: maintenance: %v", step, err)
 					}
 					compacted += res.FilesCompacted
+					merged += res.DeleteFilesMerged
 					e.checkLake("kv", lake, fmt.Sprintf("step %d, after maintenance", step))
 					e.checkPKLake("kv", fmt.Sprintf("step %d, after maintenance", step))
 					e.checkLiveRows("kv", lake, fmt.Sprintf("step %d, after maintenance", step))
 				}
 			}
-			if compacted == 0 || crashes == 0 {
-				t.Fatalf("%d files compacted, %d crashes: the test did not test compaction and crashes", compacted, crashes)
+			if compacted == 0 || (tc.retention == "7d") != (merged > 0) || crashes == 0 {
+				t.Fatalf("%d files compacted, %d delete files merged, %d crashes: the test did not test compaction, merges and crashes", compacted, merged, crashes)
 			}
 			st := e.svc.lookup(id).state.Load()
-			t.Logf("%d files compacted, %d crashes; in the end %d data files, %d delete files", compacted, crashes, len(st.pk.files), len(st.pk.deletes))
+			t.Logf("%d files compacted, %d delete files merged, %d crashes; in the end %d data files, %d delete files", compacted, merged, crashes, len(st.pk.files), len(st.pk.deletes))
 		})
 	}
 }

@@ -48,6 +48,15 @@ type faults struct {
 	midRound     func(bucket int) error // after a bucket's rows went to the writer
 	beforeCommit func() error           // data files written, nothing committed
 	afterCommit  func() error           // committed, nothing recorded locally
+	now          func() time.Time       // the clock of compaction's age rule; nil: time.Now
+}
+
+// now is the time compaction's age rule compares commit times with.
+func (s *Service) now() time.Time {
+	if f := s.cfg.faults.now; f != nil {
+		return f()
+	}
+	return time.Now()
 }
 
 func (c *Config) ensureDefaults() {
