@@ -115,6 +115,12 @@ func (s *Service) Maintain(ctx context.Context, tableID int64, orphans bool) (Ma
 		st, res.FilesCompacted, err = s.compactPK(ctx, lt, st, m)
 		if err == nil {
 			lt.state.Store(st)
+			var merged int
+			st, merged, err = s.mergePKFiles(ctx, st, m)
+			res.FilesCompacted += merged
+		}
+		if err == nil {
+			lt.state.Store(st)
 			st, res.DeleteFilesMerged, err = s.mergePKDeletes(ctx, st, m)
 		}
 	} else {

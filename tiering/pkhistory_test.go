@@ -101,3 +101,43 @@ func TestPKHistoryAcrossCompaction(t *testing.T) {
 		t.Fatalf("offset for a time before the exact history: %v, want errNoHistory", err)
 	}
 }
+
+// Merging a primary-key table's young small files keeps every row and
+// its row map (the deleted ones get position deletes in the new file): the
+// lake's history is still exactly the log's changelog, and the table its
+// state.
+func TestPKFileMergeKeepsHistoryExact(t *testing.T) {
+	e := newLakeEnv(t, Config{Maintenance: Maintenance{CompactMinFiles: 3, CompactSmallBytes: 1 << 20}})
+	e.exec(fmt.Sprintf(createKV, 2, ""))
+	m := pkModel{}
+	for r := 0; r < 6; r++ {
+		e.upsert("kv", m, ids(0, 40), float64(r), "a")
+		e.remove("kv", m, ids(int64(r), int64(r)+3))
+		e.round("kv")
+	}
+	tbl := e.table("kv")
+	lt := e.svc.lookup(tbl.Def().ID)
+	before := len(lt.state.Load().pk.files)
+	res, err := e.svc.Maintain(context.Background(), tbl.Def().ID, false)
+	if err != nil || res.FilesCompacted == 0 {
+		t.Fatalf("maintenance merged %d files: %v", res.FilesCompacted, err)
+	}
+	if after := len(lt.state.Load().pk.files); after >= before {
+		t.Fatalf("%d data files after merging, %d before", after, before)
+	}
+	e.checkLake("kv", m, "after merging files")
+	e.checkPKLake("kv", "after merging files")
+	for b, end := range tbl.Tiered() {
+		got, next, err := e.lakeHistory("kv", b, 0)
+		if err != nil || next != end {
+			t.Fatalf("bucket %d: history after merging: to %d, %v; want to %d", b, next, err, end)
+		}
+		if want := follow(t, tbl, b, 0, end); !slices.Equal(got, want) {
+			t.Fatalf("bucket %d: the history after merging is not the log's changelog: %d rows, the log %d", b, len(got), len(want))
+		}
+	}
+	e.restart(Config{})
+	e.upsert("kv", m, ids(30, 50), 7, "b")
+	e.round("kv")
+	e.checkLake("kv", m, "after a restart and a round")
+}

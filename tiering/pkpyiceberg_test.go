@@ -17,7 +17,8 @@ import (
 func TestPKPyicebergReadsTheState(t *testing.T) {
 	py := filepath.Join(repoRoot(t), ".venv", "bin", "python")
 	requireTool(t, py, "run `make venv` to install pyiceberg into .venv")
-	e := newLakeEnv(t, Config{Maintenance: Maintenance{CompactMinFiles: 2}})
+	// No file is small at first: maintenance merges delete files only.
+	e := newLakeEnv(t, Config{Maintenance: Maintenance{CompactMinFiles: 2, CompactSmallBytes: 1}})
 	e.exec(`CREATE TABLE kv (id BIGINT NOT NULL, amount DOUBLE, kind VARCHAR, PRIMARY KEY (id))
 		WITH ('bucket.num'='3', 'datalake.freshness'='1h')`)
 	m := pkModel{}
@@ -38,6 +39,13 @@ func TestPKPyicebergReadsTheState(t *testing.T) {
 	e.checkLake("kv", m, "after merging delete files")
 	e.upsert("kv", m, ids(0, 20), 4, "c")
 	e.round("kv")
+	// Then small files are merged (their deleted rows deleted anew).
+	e.restart(Config{Maintenance: Maintenance{CompactMinFiles: 2, CompactSmallBytes: 1 << 20}})
+	res, err = e.svc.Maintain(context.Background(), e.table("kv").Def().ID, false)
+	if err != nil || res.FilesCompacted == 0 {
+		t.Fatalf("maintenance merged %d data files: %v", res.FilesCompacted, err)
+	}
+	e.checkLake("kv", m, "after merging data files")
 	const script = `
 import json, sys
 from pyiceberg.catalog.sql import SqlCatalog
