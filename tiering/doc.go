@@ -22,7 +22,9 @@
 //     its runs (offset -> data file, row) are kept per table (pklake.go),
 //     rebuilt from the lake when it is loaded; LiveRows (pklive.go) reads
 //     the live rows with their offsets. Its compaction (pkcompact.go)
-//     applies the deletes to files older than log.retention.
+//     applies the deletes to files older than log.retention; younger small
+//     files and the delete files are merged without changing a row
+//     (pkmerge.go), so the history stays exact.
 //   - Reads (union.go, lakefiles.go): the lake state and its offsets are
 //     read together (lakeReader.Snapshot), which tables.View pairs with the
 //     log ranges above them; a snapshot's files are planned by id, with
