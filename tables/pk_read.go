@@ -17,26 +17,13 @@ import (
 )
 
 // pkView returns the state reads of the table see now; nil for a log
-// table.
+// table, and for a primary-key table whose key index awaits its rebuild
+// from the lake (pendingErr).
 func (t *Table) pkView() *pkState {
 	if t.pk == nil {
 		return nil
 	}
 	return t.pk.state.Load()
-}
-
-// pkRanges are the log ranges a read of state covers: each bucket from
-// its retained start (retention keeps every live record, retention.go) to
-// the end the state covers.
-func (t *Table) pkRanges(st *pkState) []Range {
-	var out []Range
-	for b, end := range st.ends {
-		from := t.log.Bucket(b).Stats().Start
-		if end > from {
-			out = append(out, Range{Bucket: b, From: from, To: end})
-		}
-	}
-	return out
 }
 
 // readLive sends the live rows of r under state st, decoded as the
@@ -201,5 +188,9 @@ func (t *Table) KeyIndexStats() KeyIndexStats {
 	if t.pk == nil {
 		return KeyIndexStats{}
 	}
-	return KeyIndexStats{LiveKeys: t.pk.state.Load().Live(), DiskBytes: t.pk.idx.DiskBytes()}
+	var live int64
+	if st := t.pk.state.Load(); st != nil { // nil: awaiting its rebuild from the lake
+		live = st.Live()
+	}
+	return KeyIndexStats{LiveKeys: live, DiskBytes: t.pk.idx.DiskBytes()}
 }

@@ -299,7 +299,7 @@ func (s *Service) create(ctx context.Context, def *catalog.Table) (*table.Table,
 // is served from its log alone, whose retention keeps every live row
 // (docs/lake.md, "Primary-key tables").
 func tiers(def *catalog.Table) bool {
-	return def.Options.DatalakeEnabled && !def.HasPrimaryKey()
+	return def.Options.DatalakeEnabled
 }
 
 // evolve adds to tbl the columns def has and tbl lacks (ADD COLUMN).
