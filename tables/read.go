@@ -67,7 +67,7 @@ func (t *Table) ReadRange(ctx context.Context, r Range, cols []int, rec func(arr
 		r.To = st.ends[r.Bucket]
 		def := t.Def()
 		dec := newDecoder(def, scan.Columns(cols, len(def.Columns)), t.mem).cached(t.cache, r.Bucket)
-		return t.readLive(ctx, r, st, nil, dec.decode, rec)
+		return t.readLive(ctx, r, st, scan.Columns(cols, len(def.Columns)), nil, dec.decode, rec)
 	}
 	return t.readRange(ctx, r, cols, rec, batch)
 }
@@ -256,7 +256,7 @@ func (p *logPart) Open(ctx context.Context) (scan.RecordStream, error) {
 		decode := p.decoder()
 		prune := p.plan.prune
 		if st := p.plan.pk; st != nil {
-			return p.plan.t.readLive(ctx, p.r, st, prune, decode, func(rec arrow.RecordBatch) error {
+			return p.plan.t.readLive(ctx, p.r, st, p.plan.cols, prune, decode, func(rec arrow.RecordBatch) error {
 				rec.Retain()
 				if !send(rec) {
 					return ctx.Err()
