@@ -11,9 +11,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 
+	"github.com/lakestream/lakestream/internal/scan"
 	"github.com/lakestream/lakestream/tables"
 )
 
@@ -236,4 +238,78 @@ func stringValues(a arrow.Array) (func(int) string, error) {
 		return func(i int) string { return vals(c.GetValueIndex(i)) }, nil
 	}
 	return nil, fmt.Errorf("type %s, want a string", a.DataType())
+}
+
+// sparse reports whether some row group of the file idx describes has no
+// row keep keeps: reading the kept row groups alone skips it undecoded.
+func (k *rowKeep) sparse(idx *lakeFileIndex) bool {
+	n := len(idx.rgStart) - 1
+	if n < 2 || idx.rgStart[n] != k.rows {
+		return false
+	}
+	for rg := 0; rg < n; rg++ {
+		if k.count(idx.rgStart[rg], idx.rgStart[rg+1]) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// streamRowGroups reads the row groups of the file idx describes that hold
+// a kept row, the part's columns only, and sends their kept rows.
+func (p *lakePart) streamRowGroups(ctx context.Context, idx *lakeFileIndex, keep *rowKeep, send func(arrow.RecordBatch) bool) error {
+	pr, ar, err := openParquet(p.fs, idx.path, p.s.cfg.Mem)
+	if err != nil {
+		return err
+	}
+	defer pr.Close()
+	var leaves []int
+	for _, sf := range ar.Manifest.Fields {
+		if scan.FieldIndex(p.out, sf.Field.Name) >= 0 {
+			leaves = appendLeaves(leaves, sf)
+		}
+	}
+	for rg := 0; rg < len(idx.rgStart)-1; rg++ {
+		row := idx.rgStart[rg]
+		if keep.count(row, idx.rgStart[rg+1]) == 0 {
+			continue
+		}
+		rr, err := ar.GetRecordReader(ctx, leaves, []int{rg})
+		if err != nil {
+			return err
+		}
+		for rr.Next() {
+			out, err := conformLakeRecord(rr.RecordBatch(), p.out, p.s.cfg.Mem)
+			if err != nil {
+				rr.Release()
+				return err
+			}
+			n := out.NumRows()
+			more, err := p.sendKept(ctx, out, row, keep, send)
+			if err != nil || !more {
+				rr.Release()
+				return err
+			}
+			row += n
+		}
+		err = rr.Err()
+		rr.Release()
+		if err != nil {
+			return err
+		}
+		if row != idx.rgStart[rg+1] {
+			return fmt.Errorf("row group %d: read %d rows, the footer says %d", rg, row-idx.rgStart[rg], idx.rgRows(rg))
+		}
+	}
+	return nil
+}
+
+func appendLeaves(dst []int, sf pqarrow.SchemaField) []int {
+	if sf.IsLeaf() {
+		return append(dst, sf.ColIndex)
+	}
+	for _, c := range sf.Children {
+		dst = appendLeaves(dst, c)
+	}
+	return dst
 }

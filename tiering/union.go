@@ -283,6 +283,15 @@ func (p *lakePart) read(ctx context.Context, send func(arrow.RecordBatch) bool) 
 	case p.cacheable():
 		return p.readCached(ctx, raw, keep, send)
 	}
+	if keep != nil {
+		idx, err := p.s.fileIndex(p.fs, p.task.File.FilePath())
+		if err != nil {
+			return err
+		}
+		if keep.sparse(idx) {
+			return p.streamRowGroups(ctx, idx, keep, send)
+		}
+	}
 	return p.stream(ctx, raw, keep, send)
 }
 
