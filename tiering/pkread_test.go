@@ -381,6 +381,61 @@ func TestPKUnionReadModel(t *testing.T) {
 	upsertKV(t, e.table("kv"), model, randKeys(100), func(id int64) *float64 { return ptr(1.0) }, func(int64) *string { return ptr("z") })
 	deleteKV(t, e.table("kv"), model, randKeys(100))
 	checkKV(t, e, model, "written after the rebuild")
+	if err := diffKV(followKV(t, e.table("kv")), model); err != nil {
+		t.Fatalf("the changelog from offset 0 (lake history, then log) folded: %v", err)
+	}
+}
+
+// followKV folds each bucket's changelog from offset 0 (the lake's
+// history, then the log: changes()) up to its end into the rows it leaves.
+func followKV(t *testing.T, tbl *tables.Table) map[int64]pkRow {
+	t.Helper()
+	out := map[int64]pkRow{}
+	ends := tbl.Log().CommittedEnds()
+	n := len(tbl.Def().Columns)
+	cols := []int{0, 1, 2, n, n + 2} // id, amount, kind, _change_type, _offset
+	for b, end := range ends {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ch := make(chan arrow.RecordBatch, 4)
+		done := make(chan error, 1)
+		go func() { done <- tbl.Follow(ctx, b, 0, cols, ch) }()
+		next := int64(0)
+		for next < end {
+			var rec arrow.RecordBatch
+			select {
+			case rec = <-ch:
+			case err := <-done:
+				cancel()
+				t.Fatalf("follow bucket %d stopped at %d of %d: %v", b, next, end, err)
+			}
+			ids, amts, kinds := rec.Column(0).(*array.Int64), rec.Column(1).(*array.Float64), rec.Column(2).(*array.String)
+			cts, offs := rec.Column(3).(*array.String), rec.Column(4).(*array.Int64)
+			for i := 0; i < ids.Len(); i++ {
+				if offs.Value(i) != next {
+					cancel()
+					t.Fatalf("bucket %d: offset %d after %d", b, offs.Value(i), next-1)
+				}
+				next++
+				switch cts.Value(i) {
+				case "+I", "+U":
+					r := pkRow{hasAmt: amts.IsValid(i), hasKind: kinds.IsValid(i)}
+					if r.hasAmt {
+						r.amount = amts.Value(i)
+					}
+					if r.hasKind {
+						r.kind = kinds.Value(i)
+					}
+					out[ids.Value(i)] = r
+				case "-D":
+					delete(out, ids.Value(i))
+				}
+			}
+			rec.Release()
+		}
+		cancel()
+		<-done
+	}
+	return out
 }
 
 // reopenStore closes the store and opens it again (with cfg, in the
