@@ -261,11 +261,17 @@ func (s *Server) scanInfo(ctx context.Context, ps *planner.PlainScan, desc *flig
 	var rows int64
 	var pathBytes int
 	for _, f := range files {
-		rows += f.Rows
+		if f.Rows < 0 || rows < 0 {
+			rows = -1 // deletes: known once read
+		} else {
+			rows += f.Rows
+		}
 		pathBytes += len(f.Path)
 	}
 	for _, rg := range v.Ranges {
-		rows += rg.To - rg.From
+		if rows >= 0 {
+			rows += rg.To - rg.From
+		}
 	}
 	info := &flight.FlightInfo{
 		Schema:           flight.SerializeSchema(r.schema, s.opts.Mem),

@@ -81,7 +81,7 @@ type LakeSnapshot struct {
 // LakeFile is one data file of a lake snapshot.
 type LakeFile struct {
 	Path string
-	Rows int64
+	Rows int64 // -1: unknown until read (the file has deletes)
 }
 
 // The suffixes of a table's virtual names (catalog.CutSuffixFold reads

@@ -49,6 +49,9 @@ func (h lakeReader) Files(ctx context.Context, snapshot int64) ([]tables.LakeFil
 	files := make([]tables.LakeFile, len(tasks))
 	for i, task := range tasks {
 		files[i] = tables.LakeFile{Path: task.File.FilePath(), Rows: task.File.Count()}
+		if len(task.DeleteFiles) > 0 || len(task.EqualityDeleteFiles) > 0 {
+			files[i].Rows = -1 // known once its deletes are read
+		}
 	}
 	return files, nil
 }
