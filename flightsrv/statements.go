@@ -251,7 +251,7 @@ func (s *Server) scanInfo(ctx context.Context, ps *planner.PlainScan, desc *flig
 	if err != nil {
 		return nil, err
 	}
-	if r.layer == tables.LayerTable && r.t.HasPrimaryKey() && v.Lake.ID != 0 {
+	if r.layer == tables.LayerTable && r.t.HasPrimaryKey() && r.t.Lake() != nil {
 		return s.stateScanInfo(r, v, desc)
 	}
 	files, err := v.Files(ctx)
