@@ -104,6 +104,13 @@ func (s *Server) streamScan(ctx context.Context, tk *ticket, plain bool, stream 
 		}
 		return stream.Send(fd)
 	}
+	if tk.State {
+		v, err := t.Capture(ctx, tables.LayerTable)
+		if err != nil {
+			return err
+		}
+		return v.Read(ctx, tk.Cols, sendRecord)
+	}
 	if len(tk.Files) > 0 {
 		if err := t.ReadLakeFiles(ctx, tk.Snapshot, tk.Files, tk.Cols, sendRecord); err != nil {
 			return err

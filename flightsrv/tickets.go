@@ -30,6 +30,10 @@ type ticket struct {
 	// the ranges (which start at the snapshot's tiered offsets)
 	Snapshot int64    `json:"snapshot,omitempty"`
 	Files    []string `json:"files,omitempty"`
+	// scan of a primary-key table with a lake: the table as DoGet
+	// captures it (lake rows and log records filtered by one state), in
+	// one endpoint; Ranges and Files are empty
+	State bool `json:"state,omitempty"`
 	// changes: the WHERE conditions, bound again on DoGet
 	Where []planner.Condition `json:"where,omitempty"`
 	// query

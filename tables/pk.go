@@ -89,7 +89,14 @@ func (s *Store) openPK(t *Table, dir string) error {
 	t.pk = p
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if err := p.resyncLocked(context.Background()); err != nil {
+	err = p.resyncLocked(context.Background())
+	if errors.Is(err, ErrKeyIndexRebuilding) {
+		// The rebuild reads the lake, attached after the tables open:
+		// SetLake resyncs the table, which serves nothing until then.
+		s.cfg.Logger.Info("the key index is rebuilt from the lake once it is attached", "table", t.Name())
+		return nil
+	}
+	if err != nil {
 		return errors.Join(err, idx.Close())
 	}
 	return nil
@@ -231,12 +238,10 @@ func (p *pkTable) resyncBucket(ctx context.Context, lay *pkLayout, b int, end in
 	if err != nil {
 		return nil, err
 	}
-	start := p.t.log.Bucket(b).Stats().Start
-	if covered > end || covered < start {
-		if err := p.idx.Reset(b, start); err != nil {
+	if start := p.t.log.Bucket(b).Stats().Start; covered > end || covered < start {
+		if covered, err = p.rebuild(ctx, lay, b, start); err != nil {
 			return nil, err
 		}
-		covered = start
 	}
 	if covered < end {
 		if err := p.replay(ctx, lay, b, covered, end); err != nil {
@@ -251,6 +256,82 @@ func (p *pkTable) resyncBucket(ctx context.Context, lay *pkLayout, b int, end in
 	return ed.done(), err
 }
 
+// ErrKeyIndexRebuilding is returned by the reads, writes and lookups of a
+// primary-key table whose key index must be rebuilt from its lake while
+// the lake is not open yet (during a node's start). It is transient.
+var ErrKeyIndexRebuilding = errors.New("the key index is being rebuilt from the lake")
+
+func (p *pkTable) pendingErr() error {
+	return fmt.Errorf("table %s: %w: try again", p.t.Name(), ErrKeyIndexRebuilding)
+}
+
+// rebuild empties bucket b's index and fills it again, returning the
+// offset it then covers (replay goes on from there). With the whole log
+// retained (start 0) the log alone rebuilds it. Once retention has deleted
+// the log's head, the rows below the retained start are in the lake only
+// (retention.go deletes only tiered segments): the index is loaded with the
+// lake's rows of b (TableLake.ReadLive) and covers the tiered offset.
+func (p *pkTable) rebuild(ctx context.Context, lay *pkLayout, b int, start int64) (int64, error) {
+	lake := p.t.Lake()
+	if start == 0 || (lake == nil && !p.t.Def().Options.DatalakeEnabled) {
+		return start, p.idx.Reset(b, start)
+	}
+	if lake == nil {
+		return 0, ErrKeyIndexRebuilding
+	}
+	// Covered stays 0 until the load is done: a crash during it rebuilds
+	// again.
+	if err := p.idx.Reset(b, 0); err != nil {
+		return 0, err
+	}
+	rp := newReplayer(lay, p.idx.NewBatch(b, 1<<20))
+	tiered, err := lake.ReadLive(ctx, b, func(rec arrow.RecordBatch, offs []int64, changes []columnarlog.ChangeType) error {
+		cols := rec.Columns()
+		for i, off := range offs {
+			rp.apply(cols, i, off, changes[i])
+		}
+		return rp.batch.Commit(0)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("load the lake's rows: %w", err)
+	}
+	if tiered < start {
+		// Only a log whose retention ran before the table tiered starts
+		// above the lake; it deleted only records no longer live.
+		p.t.store.cfg.Logger.Warn("the log starts above the lake's tiered offset; the key index replays it from its start",
+			"table", p.t.Name(), "bucket", b, "start", start, "tiered", tiered)
+		tiered = start
+	}
+	return tiered, rp.batch.Commit(tiered)
+}
+
+// replayer applies change records to a bucket's index batch.
+type replayer struct {
+	lay           *pkLayout
+	batch         *keyindex.Batch
+	vals          []rowenc.Value
+	key, buf, row []byte
+}
+
+func newReplayer(lay *pkLayout, batch *keyindex.Batch) *replayer {
+	return &replayer{lay: lay, batch: batch, vals: make([]rowenc.Value, lay.schema.NumFields())}
+}
+
+// apply applies row i of cols (the table's columns), the change record at
+// offset off of type ct: an insert or update after sets its key's row, a
+// delete removes the key, an update before changes nothing.
+func (r *replayer) apply(cols []arrow.Array, i int, off int64, ct columnarlog.ChangeType) {
+	r.key = r.lay.key(r.key[:0], cols, i)
+	switch ct {
+	case columnarlog.Insert, columnarlog.UpdateAfter, columnarlog.AppendOnly:
+		r.buf = r.lay.codec.Values(cols, i, r.buf[:0], r.vals)
+		r.row = r.lay.codec.AppendRow(r.row[:0], r.vals)
+		r.batch.Set(r.key, off, r.row)
+	case columnarlog.Delete:
+		r.batch.Delete(r.key)
+	}
+}
+
 // replay applies the change records of bucket b in [from, to) to the
 // index, one index batch per log batch.
 func (p *pkTable) replay(ctx context.Context, lay *pkLayout, b int, from, to int64) error {
@@ -259,9 +340,7 @@ func (p *pkTable) replay(ctx context.Context, lay *pkLayout, b int, from, to int
 		all[i] = i
 	}
 	dec := newDecoder(lay.def, all, p.t.mem)
-	batch := p.idx.NewBatch(b, 1<<20)
-	vals := make([]rowenc.Value, len(all))
-	var key, buf, row []byte
+	rp := newReplayer(lay, p.idx.NewBatch(b, 1<<20))
 	return p.t.ReadBatches(ctx, Range{Bucket: b, From: from, To: to}, func(lb columnarlog.Batch) error {
 		cts, err := lb.ChangeTypes()
 		if err != nil {
@@ -282,17 +361,9 @@ func (p *pkTable) replay(ctx context.Context, lay *pkLayout, b int, from, to int
 			if cts != nil {
 				ct = columnarlog.ChangeType(cts[i])
 			}
-			key = lay.key(key[:0], cols, i)
-			switch ct {
-			case columnarlog.Insert, columnarlog.UpdateAfter, columnarlog.AppendOnly:
-				buf = lay.codec.Values(cols, i, buf[:0], vals)
-				row = lay.codec.AppendRow(row[:0], vals)
-				batch.Set(key, off, row)
-			case columnarlog.Delete:
-				batch.Delete(key)
-			}
+			rp.apply(cols, i, off, ct)
 		}
-		return batch.Commit(min(lb.NextOffset(), to))
+		return rp.batch.Commit(min(lb.NextOffset(), to))
 	})
 }
 

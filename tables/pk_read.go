@@ -3,6 +3,7 @@ package tables
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -17,7 +18,8 @@ import (
 )
 
 // pkView returns the state reads of the table see now; nil for a log
-// table.
+// table, and for a primary-key table whose key index awaits its rebuild
+// from the lake (pendingErr).
 func (t *Table) pkView() *pkState {
 	if t.pk == nil {
 		return nil
@@ -25,28 +27,19 @@ func (t *Table) pkView() *pkState {
 	return t.pk.state.Load()
 }
 
-// pkRanges are the log ranges a read of state covers: each bucket from
-// its retained start (retention keeps every live record, retention.go) to
-// the end the state covers.
-func (t *Table) pkRanges(st *pkState) []Range {
-	var out []Range
-	for b, end := range st.ends {
-		from := t.log.Bucket(b).Stats().Start
-		if end > from {
-			out = append(out, Range{Bucket: b, From: from, To: end})
-		}
-	}
-	return out
-}
-
 // readLive sends the live rows of r under state st, decoded as the
 // columns cols of the table: a batch with no live record is skipped
 // without being decoded, the others are filtered by the live set. send
-// does not own the record it is given.
-func (t *Table) readLive(ctx context.Context, r Range, st *pkState, prune *pruner, decode func(columnarlog.Batch) (arrow.RecordBatch, error), send func(arrow.RecordBatch) error) error {
+// does not own the record it is given. Should retention have deleted the
+// start of r since it was captured (a round tiered it, with a lake), those
+// records are read from the lake's history and filtered by st the same
+// way: the read stays one state.
+func (t *Table) readLive(ctx context.Context, r Range, st *pkState, cols []int, prune *pruner, decode func(columnarlog.Batch) (arrow.RecordBatch, error), send func(arrow.RecordBatch) error) error {
 	live := st.live[r.Bucket]
 	r.To = min(r.To, st.ends[r.Bucket])
-	return t.ReadBatches(ctx, r, func(b columnarlog.Batch) error {
+	next := r.From
+	each := func(b columnarlog.Batch) error {
+		next = max(next, b.NextOffset())
 		from, to := max(b.BaseOffset(), r.From), min(b.NextOffset(), r.To)
 		if !live.anyIn(from, to) {
 			return nil
@@ -67,7 +60,45 @@ func (t *Table) readLive(ctx context.Context, r Range, st *pkState, prune *prune
 		}
 		defer out.Release()
 		return send(out)
+	}
+	err := t.ReadBatches(ctx, r, each)
+	if !errors.Is(err, columnarlog.ErrOffsetOutOfRange) || t.Lake() == nil || next >= r.To {
+		return err
+	}
+	// The history's records carry _offset after cols (changelog.go).
+	hcols := append(slices.Clip(cols), len(t.Def().Columns)+2)
+	rest, herr := t.historyPrefix(ctx, Range{Bucket: r.Bucket, From: next, To: r.To}, hcols, func(rec arrow.RecordBatch) error {
+		return t.sendLiveHistory(ctx, rec, live, send)
 	})
+	if herr != nil {
+		return errors.Join(err, herr)
+	}
+	return t.ReadBatches(ctx, rest, each)
+}
+
+// sendLiveHistory sends the live rows of rec, history rows whose last
+// column is their offset, without that column.
+func (t *Table) sendLiveHistory(ctx context.Context, rec arrow.RecordBatch, live *liveSet, send func(arrow.RecordBatch) error) error {
+	n := int(rec.NumCols()) - 1
+	offs := rec.Column(n).(*array.Int64)
+	if offs.Len() == 0 {
+		return nil
+	}
+	fields := rec.Schema().Fields()[:n]
+	proj := array.NewRecordBatch(arrow.NewSchema(fields, nil), rec.Columns()[:n], rec.NumRows())
+	defer proj.Release()
+	base := offs.Value(0)
+	for i := 1; i < offs.Len(); i++ {
+		if offs.Value(i) != base+int64(i) {
+			return fmt.Errorf("read %s from the lake: history offsets not consecutive", t.Name())
+		}
+	}
+	out, err := filterLive(compute.WithAllocator(ctx, t.mem), proj, base, base, base+int64(offs.Len()), live, t.mem)
+	if err != nil || out == nil {
+		return err
+	}
+	defer out.Release()
+	return send(out)
 }
 
 // filterLive keeps the rows of rec (the records of a batch at base) whose
@@ -201,5 +232,9 @@ func (t *Table) KeyIndexStats() KeyIndexStats {
 	if t.pk == nil {
 		return KeyIndexStats{}
 	}
-	return KeyIndexStats{LiveKeys: t.pk.state.Load().Live(), DiskBytes: t.pk.idx.DiskBytes()}
+	var live int64
+	if st := t.pk.state.Load(); st != nil { // nil: awaiting its rebuild from the lake
+		live = st.Live()
+	}
+	return KeyIndexStats{LiveKeys: live, DiskBytes: t.pk.idx.DiskBytes()}
 }

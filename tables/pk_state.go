@@ -12,10 +12,11 @@ import "math/bits"
 type PKState struct{ s *pkState }
 
 // PKState returns the state reads of the table see now; ok is false for a
-// log table.
+// log table. A primary-key table whose key index awaits its rebuild from
+// the lake (during a node's start, ErrKeyIndexRebuilding) has no state
+// yet: ok is true and the state is not Valid.
 func (t *Table) PKState() (st PKState, ok bool) {
-	s := t.pkView()
-	return PKState{s}, s != nil
+	return PKState{t.pkView()}, t.pk != nil
 }
 
 // Valid reports whether the state is one (the zero PKState is not).

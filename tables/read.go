@@ -58,16 +58,23 @@ func (t *Table) ReadRange(ctx context.Context, r Range, cols []int, rec func(arr
 		if r.Bucket < 0 || r.Bucket >= t.log.Buckets() {
 			return fmt.Errorf("read %s: bucket %d out of range", t.Name(), r.Bucket)
 		}
-		// Retention may have deleted segments since the capture. It
-		// deletes only records that are no longer live, and a record
-		// never becomes live again: with the log's start read before
-		// the state, what was deleted holds no live record of the state.
-		r.From = max(r.From, t.log.Bucket(r.Bucket).Stats().Start)
+		// Retention may have deleted segments since the capture.
+		// Without a lake it deletes only records that are no longer
+		// live, and a record never becomes live again: with the log's
+		// start read before the state, what was deleted holds no live
+		// record of the state. With a lake it deletes tiered records,
+		// which readLive reads from the lake's history.
+		if t.Lake() == nil {
+			r.From = max(r.From, t.log.Bucket(r.Bucket).Stats().Start)
+		}
 		st := t.pkView()
+		if st == nil {
+			return t.pk.pendingErr()
+		}
 		r.To = st.ends[r.Bucket]
 		def := t.Def()
 		dec := newDecoder(def, scan.Columns(cols, len(def.Columns)), t.mem).cached(t.cache, r.Bucket)
-		return t.readLive(ctx, r, st, nil, dec.decode, rec)
+		return t.readLive(ctx, r, st, scan.Columns(cols, len(def.Columns)), nil, dec.decode, rec)
 	}
 	return t.readRange(ctx, r, cols, rec, batch)
 }
@@ -256,7 +263,7 @@ func (p *logPart) Open(ctx context.Context) (scan.RecordStream, error) {
 		decode := p.decoder()
 		prune := p.plan.prune
 		if st := p.plan.pk; st != nil {
-			return p.plan.t.readLive(ctx, p.r, st, prune, decode, func(rec arrow.RecordBatch) error {
+			return p.plan.t.readLive(ctx, p.r, st, p.plan.cols, prune, decode, func(rec arrow.RecordBatch) error {
 				rec.Retain()
 				if !send(rec) {
 					return ctx.Err()

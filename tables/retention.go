@@ -13,8 +13,11 @@ import (
 // keeps every segment not yet tiered (below the bucket's tiered offset),
 // whatever its age, since the log is then the only copy; with no tiered
 // offset known yet, it keeps them all.
-// A primary-key table also keeps every segment from the one holding its
-// oldest live record on (retention never removes a key's current row).
+// A primary-key table without a lake also keeps every segment from the one
+// holding its oldest live record on (retention never removes a key's
+// current row). With a lake, its floor is the tiered offset as for a log
+// table: old live rows are then in the lake only, where reads find them
+// (View) and from where a key index rebuild loads them (pk.go, rebuild).
 // It returns the number of segments deleted.
 func (s *Store) ApplyRetention() (int, error) {
 	s.mu.Lock()
@@ -35,7 +38,7 @@ func (s *Store) ApplyRetention() (int, error) {
 					floor = tiered[b]
 				}
 			}
-			if st := t.pkView(); st != nil {
+			if st := t.pkView(); st != nil && !def.Options.DatalakeEnabled {
 				// A primary-key table's live records are its state: the
 				// segments holding one are kept, whatever their age.
 				if first := st.live[b].first(); first >= 0 {

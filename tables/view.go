@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -76,6 +77,9 @@ func (t *Table) Capture(ctx context.Context, layer Layer) (*View, error) {
 	if layer == LayerLake && lake == nil {
 		return nil, notTiered(t.Name())
 	}
+	if layer == LayerTable && t.pk != nil && t.pkView() == nil {
+		return nil, t.pk.pendingErr()
+	}
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -93,28 +97,34 @@ func notTiered(name string) error {
 	return fmt.Errorf("%w: table %s is not tiered into the lake (datalake.enabled is false)", catalog.ErrTableNotFound, name)
 }
 
-// captureOnce captures the lake state (none for LayerChangelog), then the
-// log ranges above its offsets, and reports whether they are whole: false
-// when some bucket's retained log starts above its lake offset, so that
-// the rows in between would be in neither part.
+// captureOnce captures the lake state (none for LayerChangelog), then,
+// for a primary-key table, its published state, then the log ranges above
+// the lake's offsets, and reports whether they are whole: false when some
+// bucket's retained log starts above its lake offset, so that the rows in
+// between would be in neither part.
+//
+// A primary-key table's ranges end at the state's ends E, which are at or
+// above the lake's offsets O: a round tiers one published state, and the
+// lake is captured first. Lake rows and log records are then filtered by
+// that one state (View.Plan), so each live key is read once, as of E,
+// before, during and after a round.
 func (t *Table) captureOnce(layer Layer, lake TableLake) (*View, bool) {
 	v := &View{Table: t, Layer: layer, lake: lake, def: t.Def()}
-	if st := t.pkView(); st != nil && layer == LayerTable {
-		// The state of a primary-key table is the live records of its
-		// log (the lake side of primary-key tables is not built yet: its
-		// lake is not read).
-		v.pk, v.Ranges, v.lake = st, t.pkRanges(st), nil
-		return v, true
-	}
 	if lake != nil && layer != LayerChangelog {
 		v.Lake = lake.Snapshot()
 	}
 	if layer == LayerLake {
 		return v, true
 	}
+	if layer == LayerTable {
+		v.pk = t.pkView()
+	}
 	whole := true
 	offs := v.Lake.Offsets
 	for _, r := range t.LogRanges() {
+		if v.pk != nil {
+			r.To = v.pk.ends[r.Bucket]
+		}
 		if r.Bucket < len(offs) {
 			whole = whole && r.From <= offs[r.Bucket]
 			r.From = max(r.From, offs[r.Bucket])
@@ -124,6 +134,16 @@ func (t *Table) captureOnce(layer Layer, lake TableLake) (*View, bool) {
 		}
 	}
 	return v, whole
+}
+
+// live is what the view keeps of its lake rows: for a primary-key table,
+// the rows live in its state; nil (the snapshot's position deletes applied)
+// otherwise.
+func (v *View) live() LiveRows {
+	if v.pk == nil {
+		return nil
+	}
+	return PKState{v.pk}
 }
 
 // Rows is the number of rows the view covers, before any pruning: for a
@@ -169,7 +189,7 @@ func (v *View) Plan(ctx context.Context, req scan.Request) (scan.Plan, error) {
 	}
 	var parts []scan.Part
 	if v.Lake.ID != 0 {
-		if parts, err = v.lake.Parts(ctx, v.Lake.ID, req); err != nil {
+		if parts, err = v.lake.Parts(ctx, v.Lake.ID, req, v.live()); err != nil {
 			return nil, err
 		}
 	}
@@ -185,13 +205,56 @@ func (v *View) Plan(ctx context.Context, req scan.Request) (scan.Plan, error) {
 }
 
 // ReadLakeFiles sends the records of data files of a lake snapshot, as
-// TableLake.ReadFiles does; a table without a lake has none.
+// TableLake.ReadFiles does (all their rows but those the snapshot's
+// position deletes delete); a table without a lake has none. A
+// primary-key table with a lake is scanned through a View instead
+// (View.Read), whose lake rows and log records one state filters.
 func (t *Table) ReadLakeFiles(ctx context.Context, snapshot int64, paths []string, cols []int, send func(arrow.RecordBatch) error) error {
 	lake := t.Lake()
 	if lake == nil {
 		return notTiered(t.Name())
 	}
-	return lake.ReadFiles(ctx, snapshot, paths, cols, send)
+	return lake.ReadFiles(ctx, snapshot, paths, cols, nil, send)
+}
+
+// Read sends every row of the view, decoded as the table's columns cols
+// (nil: all), to send (which must not keep them): the plain scan of a
+// primary-key table with a lake, whose lake rows and log records must be
+// filtered by one state.
+func (v *View) Read(ctx context.Context, cols []int, send func(arrow.RecordBatch) error) error {
+	p, err := v.Plan(ctx, scan.Request{Columns: cols})
+	if err != nil {
+		return err
+	}
+	for _, part := range p.Parts() {
+		if err := sendStream(ctx, part, send); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sendStream sends the records of part, releasing each once sent.
+func sendStream(ctx context.Context, part scan.Part, send func(arrow.RecordBatch) error) error {
+	rs, err := part.Open(ctx)
+	if err != nil {
+		return err
+	}
+	defer rs.Close()
+	for {
+		rec, err := rs.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		err = send(rec)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+	}
 }
 
 // layerTable is a layer of a table as the query engine sees it: each Plan

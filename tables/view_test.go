@@ -49,13 +49,17 @@ func (l *fakeLake) Files(_ context.Context, snapshot int64) ([]tables.LakeFile, 
 	return []tables.LakeFile{{Path: fmt.Sprintf("s%d.parquet", snapshot), Rows: 3}}, nil
 }
 
-func (l *fakeLake) Parts(_ context.Context, snapshot int64, _ scan.Request) ([]scan.Part, error) {
+func (l *fakeLake) Parts(_ context.Context, snapshot int64, _ scan.Request, _ tables.LiveRows) ([]scan.Part, error) {
 	l.parts = append(l.parts, snapshot)
 	return []scan.Part{emptyPart{}}, nil
 }
 
-func (l *fakeLake) ReadFiles(context.Context, int64, []string, []int, func(arrow.RecordBatch) error) error {
+func (l *fakeLake) ReadFiles(context.Context, int64, []string, []int, tables.LiveRows, func(arrow.RecordBatch) error) error {
 	return errors.New("not read in these tests")
+}
+
+func (l *fakeLake) ReadLive(context.Context, int, func(arrow.RecordBatch, []int64, []columnarlog.ChangeType) error) (int64, error) {
+	return 0, errors.New("no lake rows in these tests")
 }
 
 func (l *fakeLake) ReadHistory(context.Context, int, int64, []int, chan<- arrow.RecordBatch) (int64, error) {

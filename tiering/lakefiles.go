@@ -49,6 +49,9 @@ func (h lakeReader) Files(ctx context.Context, snapshot int64) ([]tables.LakeFil
 	files := make([]tables.LakeFile, len(tasks))
 	for i, task := range tasks {
 		files[i] = tables.LakeFile{Path: task.File.FilePath(), Rows: task.File.Count()}
+		if len(task.DeleteFiles) > 0 || len(task.EqualityDeleteFiles) > 0 {
+			files[i].Rows = -1 // known once its deletes are read
+		}
 	}
 	return files, nil
 }
@@ -56,8 +59,8 @@ func (h lakeReader) Files(ctx context.Context, snapshot int64) ([]tables.LakeFil
 // ReadFiles implements tables.TableLake. The paths come from a client's
 // ticket: each must be a data file of the snapshot, found by planning it.
 // The files are read as the engine's lake parts are (through the read
-// cache), in the table's types.
-func (h lakeReader) ReadFiles(ctx context.Context, snapshot int64, paths []string, cols []int, send func(arrow.RecordBatch) error) error {
+// cache, keeping the rows live keeps), in the table's types.
+func (h lakeReader) ReadFiles(ctx context.Context, snapshot int64, paths []string, cols []int, live tables.LiveRows, send func(arrow.RecordBatch) error) error {
 	r, err := h.planSnapshot(ctx, snapshot, cols, nil)
 	if err != nil {
 		return err
@@ -71,7 +74,7 @@ func (h lakeReader) ReadFiles(ctx context.Context, snapshot int64, paths []strin
 		if !ok {
 			return fmt.Errorf("%q is not a data file of lake snapshot %d of %s", path, snapshot, h.lt.t.Name())
 		}
-		if err := sendPart(ctx, r.part(h, task), send); err != nil {
+		if err := sendPart(ctx, r.part(h, task, live), send); err != nil {
 			return err
 		}
 	}

@@ -46,7 +46,7 @@ func (e *lakeEnv) lakeHistory(name string, bucket int, from int64) ([]changeRow,
 // exact history starts at, and from there on it is still the log's.
 func TestPKHistoryAcrossCompaction(t *testing.T) {
 	e := newLakeEnv(t, Config{Maintenance: Maintenance{CompactMinFiles: 3, CompactSmallBytes: 1 << 20}})
-	e.exec(fmt.Sprintf(createKV, 1, ", 'log.retention'='1ms'"))
+	e.exec(fmt.Sprintf(createTierKV, 1, ", 'log.retention'='1ms'"))
 	m := pkModel{}
 	for r := 0; r < 6; r++ {
 		e.upsert("kv", m, ids(0, 50), float64(r), "a")
@@ -108,7 +108,7 @@ func TestPKHistoryAcrossCompaction(t *testing.T) {
 // state.
 func TestPKFileMergeKeepsHistoryExact(t *testing.T) {
 	e := newLakeEnv(t, Config{Maintenance: Maintenance{CompactMinFiles: 3, CompactSmallBytes: 1 << 20}})
-	e.exec(fmt.Sprintf(createKV, 2, ""))
+	e.exec(fmt.Sprintf(createTierKV, 2, ""))
 	m := pkModel{}
 	for r := 0; r < 6; r++ {
 		e.upsert("kv", m, ids(0, 40), float64(r), "a")

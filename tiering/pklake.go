@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
@@ -175,7 +174,7 @@ func (s *Service) loadPKLake(ctx context.Context, tbl *table.Table, name string,
 	}
 	starts := map[string][]int64{}
 	for _, d := range dels {
-		err := readPosDeletes(ctx, s, fs, d.FilePath(), func(path string, pos int64) {
+		err := eachPosDelete(ctx, s, fs, d.FilePath(), func(path string, pos int64) {
 			f := p.files[path]
 			if f == nil {
 				return // a data file no longer in the snapshot
@@ -214,66 +213,19 @@ func runStarts(m rowMap) []int64 {
 	return st
 }
 
-// readPosDeletes calls fn with each (file_path, pos) row of the position
-// delete file at path, then targets with the distinct data files named.
-func readPosDeletes(ctx context.Context, s *Service, fs icebergio.IO, path string, fn func(path string, pos int64), targets func([]string)) error {
-	pr, ar, err := openParquet(fs, path, s.cfg.Mem)
+// eachPosDelete calls fn with each (file_path, pos) row of the position
+// delete file at path (read by readPosDeletes, lakekeep.go), then targets
+// with the distinct data files it names, sorted.
+func eachPosDelete(ctx context.Context, s *Service, fs icebergio.IO, path string, fn func(path string, pos int64), targets func([]string)) error {
+	byFile, err := readPosDeletes(ctx, fs, path, s.cfg.Mem)
 	if err != nil {
 		return err
 	}
-	defer pr.Close()
-	sch, err := ar.Schema()
-	if err != nil {
-		return fmt.Errorf("position delete file %s: %w", path, err)
-	}
-	pathCol, posCol := -1, -1
-	for i, f := range sch.Fields() {
-		switch f.Name {
-		case "file_path":
-			pathCol = i
-		case "pos":
-			posCol = i
+	names := slices.Sorted(maps.Keys(byFile))
+	for _, name := range names {
+		for _, pos := range byFile[name] {
+			fn(name, pos)
 		}
-	}
-	if pathCol < 0 || posCol < 0 {
-		return fmt.Errorf("position delete file %s: no file_path and pos columns", path)
-	}
-	rr, err := ar.GetRecordReader(ctx, []int{pathCol, posCol}, nil)
-	if err != nil {
-		return fmt.Errorf("read position delete file %s: %w", path, err)
-	}
-	defer rr.Release()
-	seen := map[string]bool{}
-	var names []string
-	for rr.Next() {
-		rec := rr.RecordBatch()
-		var paths interface {
-			Value(int) string
-			Len() int
-		}
-		switch a := rec.Column(0).(type) {
-		case *array.String:
-			paths = a
-		case *array.LargeString:
-			paths = a
-		default:
-			return fmt.Errorf("position delete file %s: file_path is %s", path, a.DataType())
-		}
-		pos, ok := rec.Column(1).(*array.Int64)
-		if !ok {
-			return fmt.Errorf("position delete file %s: pos is %s", path, rec.Column(1).DataType())
-		}
-		for i := 0; i < paths.Len(); i++ {
-			p := paths.Value(i)
-			if !seen[p] {
-				seen[p] = true
-				names = append(names, p)
-			}
-			fn(p, pos.Value(i))
-		}
-	}
-	if err := rr.Err(); err != nil {
-		return fmt.Errorf("read position delete file %s: %w", path, err)
 	}
 	targets(names)
 	return nil
@@ -292,9 +244,9 @@ func (p *pkLake) withRound(st tables.PKState, files []iceberg.DataFile, fileMaps
 	}
 	for b := range p.runs {
 		sortRuns(added[b])
-		// The round's offsets are above every offset in the lake: appended
-		// (to a slice the previous pkLake never sees past its length).
-		next.runs[b] = append(p.runs[b], added[b]...)
+		// The round's offsets are above every offset in the lake: appended,
+		// to a copy (a round that fails after this must not change p).
+		next.runs[b] = slices.Concat(p.runs[b], added[b])
 	}
 	for _, d := range dels {
 		next.deletes[d.df.FilePath()] = d

@@ -2,135 +2,156 @@ package tiering
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/lakestream/lakestream/columnarlog"
 )
 
-// errNotPKLake is the error of LiveRows on a log table's lake.
-var errNotPKLake = errors.New("not a primary-key table's lake")
-
-// LiveRows calls fn with the rows of bucket that are live in the lake's
-// current snapshot — one per key live there, the key's current row as of
-// the tiered offsets — in the table's columns (tables.Table.Schema), with
-// the offset of each (its record in the log), and returns the bucket's
-// tiered offset: a key index rebuilt from these rows continues with the
-// log from there (docs/lake.md, "Primary-key tables"). Rows come file by
-// file, in no particular offset order; fn must not keep rec past its call.
-func (h lakeReader) LiveRows(ctx context.Context, bucket int, fn func(rec arrow.RecordBatch, offsets []int64) error) (int64, error) {
+// ReadLive implements tables.TableLake: the key index of a primary-key
+// table whose log head retention deleted is rebuilt from the lake's rows of
+// the bucket (tables/pk.go, rebuild). The rows are those the current
+// snapshot's position deletes leave, in offset order, found through the
+// row maps; rows deleted are not sent, and offsets compaction dropped are
+// simply absent (unlike the history, which must be whole). A data file
+// without a row map holds rows whose offsets are unknown: the rebuild
+// cannot place them, and fails saying so.
+func (h lakeReader) ReadLive(ctx context.Context, bucket int, fn func(rec arrow.RecordBatch, offsets []int64, changes []columnarlog.ChangeType) error) (int64, error) {
 	st := h.lt.state.Load()
-	if st.pk == nil {
-		return 0, fmt.Errorf("live rows of %s: %w", h.lt.t.Name(), errNotPKLake)
-	}
+	name := h.lt.t.Name()
 	if bucket < 0 || bucket >= len(st.offsets) {
-		return 0, fmt.Errorf("live rows of %s: bucket %d out of range", h.lt.t.Name(), bucket)
+		return 0, fmt.Errorf("lake of %s: bucket %d out of range", name, bucket)
 	}
-	pk := st.pk
+	tiered := st.offsets[bucket]
+	snap := st.tbl.CurrentSnapshot()
+	if snap == nil {
+		return tiered, nil
+	}
+	tasks, err := st.tbl.Scan(table.WithSnapshotID(snap.SnapshotID)).PlanFiles(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("plan lake snapshot %d of %s: %w", snap.SnapshotID, name, err)
+	}
 	fs, err := st.tbl.FS(ctx)
 	if err != nil {
 		return 0, err
 	}
-	// The files holding the bucket's live rows, in the order first met.
-	var paths []string
-	seen := map[string]bool{}
-	for _, r := range pk.runs[bucket] {
-		if !seen[r.path] && pk.state.AnyLive(bucket, r.offset, r.end()) {
-			seen[r.path] = true
-			paths = append(paths, r.path)
+	dels := &posDeletes{fs: fs, mem: h.s.cfg.Mem}
+	var pieces []historyPiece
+	var files []*lakeFileIndex
+	var keeps []*rowKeep
+	for _, task := range tasks {
+		idx, err := h.s.fileIndex(fs, task.File.FilePath())
+		if err != nil {
+			return 0, err
 		}
-	}
-	schema := h.lt.t.Schema()
-	for _, p := range paths {
-		f := pk.files[p]
-		// offsetAt[i] is the offset of file row i if it is a live row of
-		// the bucket, else -1.
-		offsetAt := make([]int64, f.rows.rows())
-		var row int64
-		for _, r := range f.rows {
-			for k := range r.rows {
-				offsetAt[row+k] = -1
-				if int(r.bucket) == bucket && isState(r.change) && pk.state.Live(bucket, r.offset+k) {
-					offsetAt[row+k] = r.offset + k
-				}
+		if idx.rows == nil {
+			return 0, fmt.Errorf("%w: lake file %s of %s has no row map (rewritten by another engine?): the key index cannot be rebuilt from it", errNoHistory, task.File.FilePath(), name)
+		}
+		keep, err := dels.keepUndeleted(ctx, task.File.FilePath(), idx.rows.rows(), task.DeleteFiles)
+		if err != nil {
+			return 0, err
+		}
+		fi, row := len(files), int64(0)
+		for _, r := range idx.rows {
+			if int(r.bucket) == bucket && r.offset < tiered && keep.count(row, row+r.rows) > 0 {
+				pieces = append(pieces, historyPiece{run: r, file: fi, row: row})
 			}
 			row += r.rows
 		}
-		if err := h.liveRowsOfFile(ctx, fs, p, offsetAt, schema, fn); err != nil {
-			return 0, fmt.Errorf("live rows of %s bucket %d: %w", h.lt.t.Name(), bucket, err)
+		files, keeps = append(files, idx), append(keeps, keep)
+	}
+	slices.SortFunc(pieces, func(a, b historyPiece) int { return compareInt(a.offset, b.offset) })
+	rd := &historyReader{s: h.s, t: h.lt.t, fs: fs, files: files}
+	defer rd.close()
+	lr := liveReader{rd: rd, fn: fn}
+	defer lr.release()
+	for _, p := range pieces {
+		if err := lr.piece(ctx, p, keeps[p.file]); err != nil {
+			return 0, fmt.Errorf("lake of %s bucket %d: %w", name, bucket, err)
 		}
 	}
-	return st.offsets[bucket], nil
+	if err := lr.flush(); err != nil {
+		return 0, fmt.Errorf("lake of %s bucket %d: %w", name, bucket, err)
+	}
+	return tiered, nil
 }
 
-// liveRowsOfFile reads the data file at path and calls fn with its rows
-// whose offsetAt is not -1, a record batch of the file at a time.
-func (h lakeReader) liveRowsOfFile(ctx context.Context, fs icebergio.IO, path string, offsetAt []int64, schema *arrow.Schema, fn func(rec arrow.RecordBatch, offsets []int64) error) error {
-	pr, ar, err := openParquet(fs, path, h.s.cfg.Mem)
-	if err != nil {
-		return err
-	}
-	defer pr.Close()
-	rr, err := ar.GetRecordReader(ctx, nil, nil)
-	if err != nil {
-		return fmt.Errorf("read lake file %s: %w", path, err)
-	}
-	defer rr.Release()
-	var at int64
-	for rr.Next() {
-		rec, err := conformLakeRecord(rr.RecordBatch(), schema, h.s.cfg.Mem)
-		if err != nil {
-			return fmt.Errorf("read lake file %s: %w", path, err)
+// liveReader gathers the kept rows of pieces into records for ReadLive.
+type liveReader struct {
+	rd      *historyReader
+	fn      func(arrow.RecordBatch, []int64, []columnarlog.ChangeType) error
+	pending []arrow.RecordBatch
+	offs    []int64
+	changes []columnarlog.ChangeType
+}
+
+// piece adds the kept rows of p, sending a record once historyBatchRows
+// are gathered.
+func (l *liveReader) piece(ctx context.Context, p historyPiece, keep *rowKeep) error {
+	idx := l.rd.files[p.file]
+	for i := int64(0); i < p.rows; {
+		row := p.row + i
+		rg := idx.rowGroup(row)
+		if rg < 0 {
+			return fmt.Errorf("lake file %s: row %d is past its row groups", idx.path, row)
 		}
-		err = h.sendLive(rec, offsetAt[at:min(at+rec.NumRows(), int64(len(offsetAt)))], schema, fn)
-		at += rec.NumRows()
-		rec.Release()
+		n := min(p.rows-i, idx.rgStart[rg+1]-row)
+		if keep.count(row, row+n) == 0 {
+			i += n
+			continue
+		}
+		rec, err := l.rd.rowGroup(ctx, p.file, rg)
 		if err != nil {
 			return err
 		}
-	}
-	if err := rr.Err(); err != nil {
-		return fmt.Errorf("read lake file %s: %w", path, err)
-	}
-	if at != int64(len(offsetAt)) {
-		return fmt.Errorf("lake file %s: read %d rows, its row map has %d", path, at, len(offsetAt))
+		for j := int64(0); j < n; {
+			if !keep.has(row + j) {
+				j++
+				continue
+			}
+			k := j
+			for k < n && keep.has(row+k) {
+				k++
+			}
+			first := row + j - idx.rgStart[rg]
+			l.pending = append(l.pending, rec.NewSlice(first, first+k-j))
+			for x := j; x < k; x++ {
+				l.offs = append(l.offs, p.offset+i+x)
+				l.changes = append(l.changes, columnarlog.ChangeType(p.change))
+			}
+			j = k
+		}
+		if len(l.offs) >= historyBatchRows {
+			if err := l.flush(); err != nil {
+				return err
+			}
+		}
+		i += n
 	}
 	return nil
 }
 
-// sendLive calls fn with the rows of rec whose offsets are not -1.
-func (h lakeReader) sendLive(rec arrow.RecordBatch, offsets []int64, schema *arrow.Schema, fn func(rec arrow.RecordBatch, offsets []int64) error) error {
-	if int64(len(offsets)) != rec.NumRows() {
-		return fmt.Errorf("lake file: more rows than its row map")
-	}
-	var parts []arrow.RecordBatch
-	defer func() {
-		for _, p := range parts {
-			p.Release()
-		}
-	}()
-	var offs []int64
-	for i := 0; i < len(offsets); {
-		if offsets[i] < 0 {
-			i++
-			continue
-		}
-		j := i + 1
-		for j < len(offsets) && offsets[j] >= 0 {
-			j++
-		}
-		parts = append(parts, rec.NewSlice(int64(i), int64(j)))
-		offs = append(offs, offsets[i:j]...)
-		i = j
-	}
-	if len(parts) == 0 {
+func (l *liveReader) flush() error {
+	if len(l.pending) == 0 {
 		return nil
 	}
-	out, err := concatRecords(schema, parts, h.s)
+	rec, err := concatRecords(l.rd.t.Schema(), l.pending, l.rd.s)
+	l.release()
 	if err != nil {
 		return err
 	}
-	defer out.Release()
-	return fn(out, offs)
+	defer rec.Release()
+	err = l.fn(rec, l.offs, l.changes)
+	l.offs, l.changes = l.offs[:0], l.changes[:0]
+	return err
+}
+
+func (l *liveReader) release() {
+	for _, p := range l.pending {
+		p.Release()
+	}
+	l.pending = l.pending[:0]
 }

@@ -65,7 +65,7 @@ func (s *Service) mergePKDeletes(ctx context.Context, st *lakeState, m Maintenan
 				return st, 0, fmt.Errorf("delete file %s is not in the snapshot's delete manifests", d.df.FilePath())
 			}
 			seq = max(seq, sn)
-			err := readPosDeletes(ctx, s, fs, d.df.FilePath(), func(path string, pos int64) {
+			err := eachPosDelete(ctx, s, fs, d.df.FilePath(), func(path string, pos int64) {
 				if pk.files[path] != nil {
 					targets[path] = append(targets[path], pos)
 				}

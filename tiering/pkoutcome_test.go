@@ -52,7 +52,7 @@ func TestPKRoundUnknownCommitOutcome(t *testing.T) {
 	e := newLakeEnv(t, Config{})
 	fc := &flakyCatalog{Catalog: e.ice}
 	e.ice = fc
-	e.exec(fmt.Sprintf(createKV, 2, ""))
+	e.exec(fmt.Sprintf(createTierKV, 2, ""))
 	e.restart(Config{})
 	ctx := context.Background()
 	id := e.table("kv").Def().ID

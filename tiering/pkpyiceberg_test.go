@@ -68,7 +68,7 @@ print(json.dumps([[i, x, k] for i, x, k in zip(a.column("id").to_pylist(), a.col
 			t.Fatalf("pyiceberg reads key %d twice", id)
 		}
 		kind, _ := r[2].(string)
-		got[id] = pkRow{r[1].(float64), kind}
+		got[id] = tierRow{r[1].(float64), kind}
 	}
 	if !maps.Equal(got, m) {
 		t.Fatalf("pyiceberg reads %s, want %s", describe(got), describe(m))

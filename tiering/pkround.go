@@ -42,6 +42,11 @@ func (s *Service) tryPKRound(ctx context.Context, lt *lakeTable, st *lakeState) 
 	if !ok {
 		return res, fmt.Errorf("tier %s: the table has no primary-key state", def.FullName())
 	}
+	if !pst.Valid() {
+		// The key index is being rebuilt from the lake (at start-up):
+		// nothing to tier until the state is published.
+		return res, nil
+	}
 	ends := pst.Ends()
 	var backlog int64
 	for b, end := range ends {

@@ -19,17 +19,17 @@ import (
 	"github.com/apache/iceberg-go/table"
 )
 
-// pkRow is a row of the kv test table: (id, amount, kind).
-type pkRow struct {
+// tierRow is a row of the kv test table: (id, amount, kind).
+type tierRow struct {
 	amount float64
 	kind   string
 }
 
 // pkModel is the rows of a primary-key table, by key, as the writes made
 // them.
-type pkModel map[int64]pkRow
+type pkModel map[int64]tierRow
 
-const createKV = `CREATE TABLE kv (id BIGINT NOT NULL, amount DOUBLE, kind VARCHAR, PRIMARY KEY (id))
+const createTierKV = `CREATE TABLE kv (id BIGINT NOT NULL, amount DOUBLE, kind VARCHAR, PRIMARY KEY (id))
 	WITH ('bucket.num'='%d', 'datalake.freshness'='1h'%s)`
 
 // upsert writes whole rows of ids (in one write).
@@ -42,7 +42,7 @@ func (e *lakeEnv) upsert(name string, m pkModel, ids []int64, amount float64, ki
 		b.Field(0).(*array.Int64Builder).Append(id)
 		b.Field(1).(*array.Float64Builder).Append(amount)
 		b.Field(2).(*array.StringBuilder).Append(kind)
-		m[id] = pkRow{amount, kind}
+		m[id] = tierRow{amount, kind}
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
@@ -121,7 +121,7 @@ func (e *lakeEnv) icebergRows(name string) (pkModel, error) {
 			if _, dup := out[id]; dup {
 				return nil, fmt.Errorf("key %d is in the lake twice", id)
 			}
-			out[id] = pkRow{amounts.Value(i), kinds.Value(i)}
+			out[id] = tierRow{amounts.Value(i), kinds.Value(i)}
 		}
 	}
 	return out, nil
@@ -167,7 +167,7 @@ func ids(from, to int64) []int64 {
 // and deletes, in rows of this round and of earlier ones.
 func TestPKRoundsTierTheTableState(t *testing.T) {
 	e := newLakeEnv(t, Config{})
-	e.exec(fmt.Sprintf(createKV, 2, ""))
+	e.exec(fmt.Sprintf(createTierKV, 2, ""))
 	m := pkModel{}
 	e.upsert("kv", m, ids(0, 100), 1, "a")
 	res := e.round("kv")
@@ -279,7 +279,7 @@ func TestPKTieringModel(t *testing.T) {
 			e := newLakeEnv(t, cfg)
 			// A short log.retention makes every committed file old enough to
 			// compact.
-			e.exec(fmt.Sprintf(createKV, buckets, ", 'log.retention'='"+tc.retention+"'"))
+			e.exec(fmt.Sprintf(createTierKV, buckets, ", 'log.retention'='"+tc.retention+"'"))
 			ctx := context.Background()
 			id := e.table("kv").Def().ID
 			rng := rand.New(rand.NewPCG(uint64(buckets), 16))
@@ -410,7 +410,7 @@ func (e *lakeEnv) checkLiveRows(name string, m pkModel, when string) {
 				if _, dup := got[id]; dup {
 					return fmt.Errorf("key %d twice", id)
 				}
-				got[id] = pkRow{amounts.Value(i), kinds.Value(i)}
+				got[id] = tierRow{amounts.Value(i), kinds.Value(i)}
 			}
 			return nil
 		})
@@ -483,7 +483,7 @@ func TestPKRoundsPartitioned(t *testing.T) {
 // writer's change and loses or doubles nothing.
 func TestPKRoundAfterAnotherWriter(t *testing.T) {
 	e := newLakeEnv(t, Config{})
-	e.exec(fmt.Sprintf(createKV, 2, ""))
+	e.exec(fmt.Sprintf(createTierKV, 2, ""))
 	m := pkModel{}
 	e.upsert("kv", m, ids(0, 50), 1, "a")
 	e.round("kv")
@@ -515,7 +515,7 @@ func TestPKRoundAfterAnotherWriter(t *testing.T) {
 // gets them when it is loaded.
 func TestPKIdentifierFields(t *testing.T) {
 	e := newLakeEnv(t, Config{})
-	e.exec(fmt.Sprintf(createKV, 2, ""))
+	e.exec(fmt.Sprintf(createTierKV, 2, ""))
 	ctx := context.Background()
 	ident := table.Identifier{"default", "kv"}
 	identifiers := func() []int {
@@ -555,7 +555,7 @@ func TestPKIdentifierFields(t *testing.T) {
 // position deletes.
 func TestPKLegacyLakeIsHealed(t *testing.T) {
 	e := newLakeEnv(t, Config{})
-	e.exec(fmt.Sprintf(createKV, 2, ""))
+	e.exec(fmt.Sprintf(createTierKV, 2, ""))
 	m := pkModel{}
 	e.upsert("kv", m, ids(0, 50), 1, "a")
 	e.upsert("kv", m, ids(25, 75), 2, "b")
@@ -589,7 +589,7 @@ func TestPKLegacyLakeIsHealed(t *testing.T) {
 func TestPKDeleteFilesMerged(t *testing.T) {
 	// No file is small: maintenance merges delete files only.
 	e := newLakeEnv(t, Config{Maintenance: Maintenance{CompactMinFiles: 2, CompactSmallBytes: 1}})
-	e.exec(fmt.Sprintf(createKV, 3, ""))
+	e.exec(fmt.Sprintf(createTierKV, 3, ""))
 	m := pkModel{}
 	for r := 0; r < 4; r++ {
 		e.upsert("kv", m, ids(int64(10*r), int64(10*r+60)), float64(r), "a")

@@ -9,9 +9,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/lakestream/lakestream/internal/scan"
+	"github.com/lakestream/lakestream/tables"
 )
 
 // SystemTable returns the system table db.name the service serves
@@ -37,6 +39,8 @@ type snapshotRead struct {
 	tasks []table.FileScanTask
 	out   *arrow.Schema // the table columns cols, in the table's current types
 	cols  []int
+	fs    icebergio.IO
+	dels  *posDeletes // the tasks' position delete files, each read once
 }
 
 // planSnapshot plans a read of the table columns cols of snapshot. The
@@ -95,24 +99,29 @@ func (h lakeReader) planSnapshot(ctx context.Context, snapshot int64, cols []int
 	for i := range tasks {
 		tasks[i].Residual = nil
 	}
-	return &snapshotRead{scan: read, tasks: tasks, out: out, cols: cols}, nil
+	fs, err := st.tbl.FS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &snapshotRead{scan: read, tasks: tasks, out: out, cols: cols, fs: fs, dels: &posDeletes{fs: fs, mem: h.s.cfg.Mem}}, nil
 }
 
-// part is the read of one of the planned files.
-func (r *snapshotRead) part(h lakeReader, task table.FileScanTask) *lakePart {
-	return &lakePart{scan: r.scan, task: task, out: r.out, cols: r.cols, s: h.s, table: h.lt.t.Def().ID}
+// part is the read of one of the planned files, keeping the rows live
+// keeps (lakekeep.go).
+func (r *snapshotRead) part(h lakeReader, task table.FileScanTask, live tables.LiveRows) *lakePart {
+	return &lakePart{scan: r.scan, task: task, out: r.out, cols: r.cols, s: h.s, table: h.lt.t.Def().ID, fs: r.fs, dels: r.dels, live: live}
 }
 
 // Parts implements tables.TableLake: one part per data file of snapshot
 // that req's filters do not rule out.
-func (h lakeReader) Parts(ctx context.Context, snapshot int64, req scan.Request) ([]scan.Part, error) {
+func (h lakeReader) Parts(ctx context.Context, snapshot int64, req scan.Request, live tables.LiveRows) ([]scan.Part, error) {
 	r, err := h.planSnapshot(ctx, snapshot, scan.Columns(req.Columns, h.lt.t.Schema().NumFields()), req.Filters)
 	if err != nil {
 		return nil, err
 	}
 	parts := make([]scan.Part, len(r.tasks))
 	for i, task := range r.tasks {
-		parts[i] = r.part(h, task)
+		parts[i] = r.part(h, task, live)
 	}
 	return parts, nil
 }
@@ -225,6 +234,9 @@ type lakePart struct {
 	cols  []int // the table columns of out
 	s     *Service
 	table int64
+	fs    icebergio.IO
+	dels  *posDeletes
+	live  tables.LiveRows // nil: the rows the position deletes leave
 }
 
 // lakeChunkRows is the rows of each record a part cut from cached columns
@@ -233,27 +245,88 @@ const lakeChunkRows = 128 << 10
 
 func (p *lakePart) Open(ctx context.Context) (scan.RecordStream, error) {
 	return scan.Produce(ctx, 2, func(ctx context.Context, send func(arrow.RecordBatch) bool) error {
-		var err error
-		switch {
-		case p.out.NumFields() == 0:
-			// count(*): a data file's row count is in the manifest (the
-			// tables carry no delete files), no need to read it.
-			n := p.task.File.Count()
-			for off := int64(0); off < n; off += lakeChunkRows {
-				if !send(array.NewRecordBatch(p.out, nil, min(lakeChunkRows, n-off))) {
-					return nil
-				}
-			}
-		case p.cacheable():
-			err = p.readCached(ctx, send)
-		default:
-			err = p.stream(ctx, send)
-		}
-		if err != nil {
+		if err := p.read(ctx, send); err != nil {
 			return fmt.Errorf("read lake file %s: %w", p.task.File.FilePath(), err)
 		}
 		return nil
 	}), nil
+}
+
+func (p *lakePart) read(ctx context.Context, send func(arrow.RecordBatch) bool) error {
+	if p.live == nil && len(p.task.EqualityDeleteFiles) > 0 {
+		// Equality deletes (written by another engine) match by value:
+		// iceberg-go applies them, and the position deletes, as it reads.
+		return p.stream(ctx, p.task, nil, send)
+	}
+	keep, err := p.keep(ctx)
+	if err != nil {
+		return err
+	}
+	if keep != nil && keep.kept == 0 {
+		return nil // no row kept: the file is not read
+	}
+	raw := p.task
+	raw.DeleteFiles = nil // applied by keep, after the read or the cache
+	switch {
+	case p.out.NumFields() == 0:
+		// count(*): the rows kept are known without reading the file.
+		n := p.task.File.Count()
+		if keep != nil {
+			n = keep.kept
+		}
+		for off := int64(0); off < n; off += lakeChunkRows {
+			if !send(array.NewRecordBatch(p.out, nil, min(lakeChunkRows, n-off))) {
+				return nil
+			}
+		}
+		return nil
+	case p.cacheable():
+		return p.readCached(ctx, raw, keep, send)
+	}
+	if keep != nil {
+		idx, err := p.s.fileIndex(p.fs, p.task.File.FilePath())
+		if err != nil {
+			return err
+		}
+		if keep.sparse(idx) {
+			return p.streamRowGroups(ctx, idx, keep, send)
+		}
+	}
+	return p.stream(ctx, raw, keep, send)
+}
+
+// keep returns the rows of the file the part keeps; nil: all of them.
+func (p *lakePart) keep(ctx context.Context) (*rowKeep, error) {
+	path := p.task.File.FilePath()
+	if p.live != nil {
+		idx, err := p.s.fileIndex(p.fs, path)
+		if err != nil {
+			return nil, err
+		}
+		if idx.rows != nil {
+			return keepLive(idx.rows, p.live), nil
+		}
+		// A file without a row map (rewritten by another engine): its
+		// position deletes are all that is known of which rows are live.
+	}
+	if len(p.task.DeleteFiles) == 0 {
+		return nil, nil
+	}
+	return p.dels.keepUndeleted(ctx, path, p.task.File.Count(), p.task.DeleteFiles)
+}
+
+// sendKept sends the rows of rec (the file's rows from row first on) that
+// keep keeps, releasing rec; it reports whether to go on.
+func (p *lakePart) sendKept(ctx context.Context, rec arrow.RecordBatch, first int64, keep *rowKeep, send func(arrow.RecordBatch) bool) (bool, error) {
+	if keep == nil {
+		return send(rec), nil
+	}
+	out, err := keep.filter(ctx, rec, first, p.s.cfg.Mem)
+	rec.Release()
+	if err != nil || out == nil {
+		return err == nil, err
+	}
+	return send(out), nil
 }
 
 // cacheable says whether the part's columns go through the cache: whole
@@ -264,12 +337,13 @@ func (p *lakePart) cacheable() bool {
 	return c != nil && p.task.Start == 0 && p.task.File.Count()*int64(len(p.cols))*8 <= c.MaxBytes()/4
 }
 
-// stream reads the file and sends its records as they come.
-func (p *lakePart) stream(ctx context.Context, send func(arrow.RecordBatch) bool) error {
-	_, recs, err := p.scan.ReadTasks(ctx, []table.FileScanTask{p.task})
+// stream reads the file (task) and sends its kept records as they come.
+func (p *lakePart) stream(ctx context.Context, task table.FileScanTask, keep *rowKeep, send func(arrow.RecordBatch) bool) error {
+	_, recs, err := p.scan.ReadTasks(ctx, []table.FileScanTask{task})
 	if err != nil {
 		return err
 	}
+	var row int64
 	for rec, err := range recs {
 		if err != nil {
 			return err
@@ -280,16 +354,20 @@ func (p *lakePart) stream(ctx context.Context, send func(arrow.RecordBatch) bool
 		if err != nil {
 			return err
 		}
-		if !send(out) {
-			return nil
+		n := out.NumRows()
+		more, err := p.sendKept(ctx, out, row, keep, send)
+		if err != nil || !more {
+			return err
 		}
+		row += n
 	}
 	return nil
 }
 
-// readCached sends the file's columns from the cache, reading the file
-// (all of the part's columns) once when one is missing.
-func (p *lakePart) readCached(ctx context.Context, send func(arrow.RecordBatch) bool) error {
+// readCached sends the file's kept rows from the cache, reading the file
+// (task: all of the part's columns, no deletes) once when a column is
+// missing.
+func (p *lakePart) readCached(ctx context.Context, task table.FileScanTask, keep *rowKeep, send func(arrow.RecordBatch) bool) error {
 	c := p.s.cache
 	file := p.s.fileID(p.task.File.FilePath())
 	cols := make([]arrow.Array, len(p.cols))
@@ -307,7 +385,7 @@ func (p *lakePart) readCached(ctx context.Context, send func(arrow.RecordBatch) 
 		}
 	}
 	if !complete {
-		read, err := p.readWhole(ctx)
+		read, err := p.readWhole(ctx, task)
 		if err != nil {
 			return err
 		}
@@ -322,6 +400,9 @@ func (p *lakePart) readCached(ctx context.Context, send func(arrow.RecordBatch) 
 	n := int64(cols[0].Len())
 	for off := int64(0); off < n; off += lakeChunkRows {
 		end := min(n, off+lakeChunkRows)
+		if keep != nil && keep.count(off, end) == 0 {
+			continue
+		}
 		slices := make([]arrow.Array, len(cols))
 		for i, a := range cols {
 			slices[i] = array.NewSlice(a, off, end)
@@ -330,16 +411,17 @@ func (p *lakePart) readCached(ctx context.Context, send func(arrow.RecordBatch) 
 		for _, a := range slices {
 			a.Release()
 		}
-		if !send(rec) {
-			return nil
+		more, err := p.sendKept(ctx, rec, off, keep, send)
+		if err != nil || !more {
+			return err
 		}
 	}
 	return nil
 }
 
 // readWhole reads the part's columns of the whole file, one array each.
-func (p *lakePart) readWhole(ctx context.Context) ([]arrow.Array, error) {
-	_, recs, err := p.scan.ReadTasks(ctx, []table.FileScanTask{p.task})
+func (p *lakePart) readWhole(ctx context.Context, task table.FileScanTask) ([]arrow.Array, error) {
+	_, recs, err := p.scan.ReadTasks(ctx, []table.FileScanTask{task})
 	if err != nil {
 		return nil, err
 	}

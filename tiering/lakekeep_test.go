@@ -1,0 +1,260 @@
+package tiering
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/lakestream/lakestream/internal/scan"
+)
+
+// writePosDeletes commits, as another engine would, a position delete file
+// deleting rows pos of the data file of task.
+func writePosDeletes(t *testing.T, e *lakeEnv, lt *lakeTable, task table.FileScanTask, pos []int64) {
+	t.Helper()
+	ctx := context.Background()
+	tbl := lt.state.Load().tbl
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fieldID := func(id int) arrow.Metadata {
+		return arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{strconv.Itoa(id)})
+	}
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "file_path", Type: arrow.BinaryTypes.String, Metadata: fieldID(2147483546)},
+		{Name: "pos", Type: arrow.PrimitiveTypes.Int64, Metadata: fieldID(2147483545)},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	for _, p := range pos {
+		b.Field(0).(*array.StringBuilder).Append(task.File.FilePath())
+		b.Field(1).(*array.Int64Builder).Append(p)
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	path := strings.TrimSuffix(task.File.FilePath(), ".parquet") + "-deletes.parquet"
+	out, err := fs.(icebergio.WriteFileIO).Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := pqarrow.NewFileWriter(schema, out, nil, pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := fs.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Stat()
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := iceberg.NewDataFileBuilder(tbl.Spec(), iceberg.EntryContentPosDeletes, path, iceberg.ParquetFile,
+		task.File.Partition(), nil, nil, int64(len(pos)), info.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := tbl.NewTransaction()
+	if tbl.Metadata().Version() < 2 {
+		if err := tx.UpgradeFormatVersion(2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.NewRowDelta(nil).AddDeletes(db.Build()).Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.reload(ctx, lt); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// "t$lake" applies the snapshot's position deletes, whoever wrote them:
+// the rows, count(*) and the union read lose exactly the deleted rows,
+// also when the file's columns come from the read cache.
+func TestLakeReadAppliesPositionDeletes(t *testing.T) {
+	e := newLakeEnv(t, Config{})
+	e.exec(`CREATE TABLE lt (id BIGINT NOT NULL, amount DOUBLE, kind VARCHAR) WITH ('datalake.freshness'='1h')`)
+	e.ingest("lt", 0, 100)
+	e.round("lt")
+	for _, name := range []string{"lt", "lt$lake"} { // fills the read cache
+		if got := e.totals(name); got != want(100) {
+			t.Fatalf("%s before the deletes: %v", name, got)
+		}
+	}
+	lt := e.svc.lookup(e.table("lt").Def().ID)
+	tasks, err := lt.state.Load().tbl.Scan().PlanFiles(context.Background())
+	if err != nil || len(tasks) != 1 {
+		t.Fatalf("planned %d files, %v; want 1", len(tasks), err)
+	}
+	// Row i of the file is id i (one write, one file).
+	writePosDeletes(t, e, lt, tasks[0], []int64{3, 5, 97})
+	dropped := int64(3 + 5 + 97)
+	wantTot := totals{n: 97, sum: want(100).sum - dropped, distinct: 97}
+	for _, name := range []string{"lt$lake", "lt"} {
+		if got := e.totals(name); got != wantTot {
+			t.Fatalf("%s after deleting positions 3, 5, 97: %v, want %v", name, got, wantTot)
+		}
+		st, err := e.store.Table(context.Background(), "", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := countPlan(t, context.Background(), st); n != 97 {
+			t.Fatalf("count(*) of %s: %d, want 97", name, n)
+		}
+	}
+	e.ingest("lt", 100, 10)
+	if got := e.totals("lt"); got.n != 107 {
+		t.Fatalf("union with the log tail: %v, want 107 rows", got)
+	}
+}
+
+// writeForeignFile commits, as another engine would, a data file without
+// a row map holding the rows of rec (in the Iceberg table's columns).
+func writeForeignFile(t *testing.T, e *lakeEnv, lt *lakeTable, rec arrow.RecordBatch) table.FileScanTask {
+	t.Helper()
+	ctx := context.Background()
+	tbl := lt.state.Load().tbl
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec = array.NewRecordBatch(sch, rec.Columns(), rec.NumRows())
+	defer rec.Release()
+	path := tbl.Location() + "/data/foreign.parquet"
+	out, err := fs.(icebergio.WriteFileIO).Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := pqarrow.NewFileWriter(sch, out, nil, pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	meta, err := w.FileMetadata()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := fs.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := f.Stat()
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	df, err := table.DataFileFromMetadata(table.DataFileArgs{
+		Schema: tbl.Schema(), Spec: tbl.Spec(), Format: iceberg.ParquetFile, Metadata: meta,
+		FilePath: path, FileSize: info.Size(), Content: iceberg.EntryContentData,
+		PartitionValues: map[int]any{}, Properties: tbl.Properties(), FormatVersion: tbl.Metadata().Version(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.NewRowDelta(nil).AddRows(df).Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.reload(ctx, lt); err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := lt.state.Load().tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		if task.File.FilePath() == path {
+			return task
+		}
+	}
+	t.Fatal("the foreign file is not planned")
+	return table.FileScanTask{}
+}
+
+// A data file without a row map (written by another engine) in a
+// primary-key table's union read: its rows are read with its position
+// deletes applied, all that is known of them; the row-mapped files stay
+// filtered by the state.
+func TestPKUnionReadOfFileWithoutRowMap(t *testing.T) {
+	e := newLakeEnv(t, Config{})
+	e.exec(`CREATE TABLE kv (id BIGINT NOT NULL, amount DOUBLE, kind VARCHAR, PRIMARY KEY (id)) WITH ('datalake.freshness'='1h')`)
+	model := map[int64]pkRow{}
+	ids := []int64{0, 1, 2, 3, 4}
+	upsertKV(t, e.table("kv"), model, ids, func(id int64) *float64 { return ptr(float64(id)) }, func(int64) *string { return ptr("a") })
+	upsertKV(t, e.table("kv"), model, ids[:2], func(id int64) *float64 { return ptr(-1.0) }, func(int64) *string { return ptr("b") })
+	e.round("kv")
+	lt := e.svc.lookup(e.table("kv").Def().ID)
+	foreign := map[int64]pkRow{}
+	var fids []int64
+	for id := int64(100); id < 110; id++ {
+		fids = append(fids, id)
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, e.table("kv").Schema())
+	defer b.Release()
+	b.Field(0).(*array.Int64Builder).AppendValues(fids, nil)
+	for _, id := range fids {
+		b.Field(1).(*array.Float64Builder).Append(float64(id))
+		b.Field(2).(*array.StringBuilder).Append("f")
+		foreign[id] = pkRow{amount: float64(id), hasAmt: true, kind: "f", hasKind: true}
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	task := writeForeignFile(t, e, lt, rec)
+	writePosDeletes(t, e, lt, task, []int64{2, 4})
+	delete(foreign, 102)
+	delete(foreign, 104)
+	all := map[int64]pkRow{}
+	for id, r := range model {
+		all[id] = r
+	}
+	for id, r := range foreign {
+		all[id] = r
+	}
+	st, err := e.store.Table(context.Background(), "", "kv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := st.Plan(context.Background(), scan.Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := readKV(context.Background(), p)
+	if err == nil {
+		err = diffKV(got, all)
+	}
+	if err != nil {
+		t.Fatalf("union read: %v", err)
+	}
+}
