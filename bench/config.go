@@ -10,11 +10,12 @@ import (
 )
 
 // Workloads are the known workloads, in the order Run runs them.
-var Workloads = []string{"ingest", "scan", "query", "subscribe", "pk", "tiering", "union"}
+var Workloads = []string{"ingest", "scan", "query", "subscribe", "pk", "tiering", "union", "pklake"}
 
 // DefaultWorkloads are the workloads run when none are named: all but pk,
 // whose full figure (10M upserts, then lookups) takes as long as the rest
-// together; it runs when asked for (-workloads pk, make bench-pk).
+// together, and pklake (10M keys in the lake); they run when asked for
+// (-workloads pk, make bench-pk; -workloads pklake).
 var DefaultWorkloads = []string{"ingest", "scan", "query", "subscribe", "tiering", "union"}
 
 // Config configures a benchmark run. The zero value of each field means its
@@ -105,6 +106,15 @@ type Config struct {
 	// PKDuration is how long each lookup measurement runs. Default 5 s
 	// (short: 300 ms).
 	PKDuration time.Duration
+	// PKLakeKeys is the keys of the pklake workload's primary-key table
+	// in the lake for its union read and pyiceberg figures. Default
+	// 10,000,000 (short: 20,000).
+	PKLakeKeys int
+	// PKLakeUpdates is the keys the pklake workload updates in the log
+	// tail of that table, at most PKLakeKeys, and the inserts (then as
+	// many updates) of its tiering stream. Default 1,000,000 (short:
+	// 2,000).
+	PKLakeUpdates int
 	// Short selects the smoke-test defaults above.
 	Short bool
 	// Progress receives a live progress line: updated in place with
@@ -141,6 +151,12 @@ func (c *Config) EnsureDefaults() {
 	}
 	if c.PKDuration == 0 {
 		c.PKDuration = time.Duration(pick(int(5*time.Second), int(300*time.Millisecond)))
+	}
+	if c.PKLakeKeys == 0 {
+		c.PKLakeKeys = pick(10_000_000, 20_000)
+	}
+	if c.PKLakeUpdates == 0 {
+		c.PKLakeUpdates = pick(1_000_000, 2_000)
 	}
 	if c.Rows == 0 {
 		c.Rows = pick(2_000_000, 40_000)
@@ -269,6 +285,12 @@ func (c *Config) Validate() error {
 	}
 	if c.PKDuration < 100*time.Millisecond {
 		bad("pk duration %s: want at least 100ms", c.PKDuration)
+	}
+	if c.PKLakeKeys < 1 || c.PKLakeKeys > 1<<31 {
+		bad("pklake keys %d: want 1 to %d", c.PKLakeKeys, 1<<31)
+	}
+	if c.PKLakeUpdates < 1 || c.PKLakeUpdates > c.PKLakeKeys {
+		bad("pklake updates %d: want 1 to pklake keys (%d)", c.PKLakeUpdates, c.PKLakeKeys)
 	}
 	if c.LakeRounds < 2*lakeWindow {
 		bad("lake rounds %d: want at least %d", c.LakeRounds, 2*lakeWindow)

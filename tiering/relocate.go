@@ -33,8 +33,10 @@ import (
 //  1. the old place: the longest tail of metadata_location that names a file
 //     under the warehouse gives the old prefix (oldPlace), so a directory
 //     moved twice, or moved again before a relocation finished, is found;
-//  2. new files, never a file changed in place: every manifest of every
-//     snapshot (data and delete file paths mapped), every manifest list
+//  2. new files, never a file changed in place: every position delete file
+//     (its file_path column mapped, relocate_deletes.go), every manifest of
+//     every snapshot (data and delete file paths mapped, position delete
+//     files pointing at their new copies), every manifest list
 //     (manifest paths and lengths), and a metadata file of the next version
 //     (every path in it mapped, the previous file appended to the metadata
 //     log); each is fsynced, then their directory;
@@ -101,6 +103,7 @@ type MovedTable struct {
 	Snapshots int    // manifest lists rewritten
 	Manifests int    // manifests rewritten
 	Files     int    // data and delete file entries rewritten
+	Deletes   int    // position delete files written anew
 	Elapsed   time.Duration
 }
 
@@ -207,7 +210,7 @@ func Relocate(ctx context.Context, cfg RelocateConfig) (*Relocation, error) {
 		}
 		r.Moved = append(r.Moved, mv)
 		cfg.Logger.Info("lake table relocated into the data directory", "table", name, "from", mv.From, "to", mv.To,
-			"snapshots", mv.Snapshots, "manifests", mv.Manifests, "files", mv.Files, "elapsed", mv.Elapsed.Round(time.Millisecond))
+			"snapshots", mv.Snapshots, "manifests", mv.Manifests, "files", mv.Files, "position_delete_files", mv.Deletes, "elapsed", mv.Elapsed.Round(time.Millisecond))
 	}
 	return r, nil
 }
@@ -296,7 +299,7 @@ func relocateTable(ctx context.Context, db *sql.DB, cfg RelocateConfig, warehous
 	}
 	return MovedTable{
 		Table: name, From: rl.oldLocation, To: rl.newLocation,
-		Snapshots: rl.lists, Manifests: len(rl.manifests), Files: rl.files,
+		Snapshots: rl.lists, Manifests: len(rl.manifests), Files: rl.files, Deletes: len(rl.deletes),
 		Elapsed: time.Since(start),
 	}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	"path"
@@ -35,8 +36,12 @@ type relocator struct {
 	m pathMap
 	// manifests are the rewritten manifests, by old path.
 	manifests map[string]iceberg.ManifestFile
-	// checked are the data files found at their new paths.
+	// checked are the files looked for at their new paths, and whether
+	// they were there.
 	checked map[string]bool
+	// deletes are the position delete files written anew, by the path of
+	// their moved copy (relocate_deletes.go).
+	deletes map[string]*rewrittenDeletes
 	lists   int // manifest lists written
 	files   int // data and delete file entries written
 
@@ -46,7 +51,7 @@ type relocator struct {
 }
 
 func newRelocator(m pathMap) *relocator {
-	return &relocator{m: m, manifests: map[string]iceberg.ManifestFile{}, checked: map[string]bool{}, dirs: map[string]bool{}}
+	return &relocator{m: m, manifests: map[string]iceberg.ManifestFile{}, checked: map[string]bool{}, deletes: map[string]*rewrittenDeletes{}, dirs: map[string]bool{}}
 }
 
 // rewrite writes the relocated files of the table whose current metadata
@@ -95,7 +100,7 @@ func (rl *relocator) rewrite(ctx context.Context, metaURI string) (next, prev st
 			return "", "", fmt.Errorf("snapshot %d has no manifest list (a v1 table with inline manifests)", snap.SnapshotID)
 		}
 		moved, _ := rl.m.uri(snap.ManifestList) // mapped in doc already, so it is under from
-		if lists[moved], err = rl.manifestList(snap, md.Version(), loc); err != nil {
+		if lists[moved], err = rl.manifestList(ctx, snap, md.Version(), loc); err != nil {
 			return "", "", fmt.Errorf("snapshot %d: %w", snap.SnapshotID, err)
 		}
 	}
@@ -226,7 +231,7 @@ func metadataVersion(uri string) (int, bool) {
 }
 
 // manifestList writes snap's manifest list anew, its manifests rewritten.
-func (rl *relocator) manifestList(snap table.Snapshot, version int, loc table.LocationProvider) (string, error) {
+func (rl *relocator) manifestList(ctx context.Context, snap table.Snapshot, version int, loc table.LocationProvider) (string, error) {
 	moved, err := rl.m.uri(snap.ManifestList)
 	if err != nil {
 		return "", err
@@ -237,7 +242,7 @@ func (rl *relocator) manifestList(snap table.Snapshot, version int, loc table.Lo
 	}
 	files := make([]iceberg.ManifestFile, len(old))
 	for i, mf := range old {
-		if files[i], err = rl.manifest(mf, loc); err != nil {
+		if files[i], err = rl.manifest(ctx, mf, loc); err != nil {
 			return "", err
 		}
 	}
@@ -263,10 +268,10 @@ func readManifestList(uri string) ([]iceberg.ManifestFile, error) {
 	return files, nil
 }
 
-// manifest writes mf anew with its files' paths mapped, once for all the
-// snapshots that share it, and returns its manifest list entry: mf's, with
-// the new path and length.
-func (rl *relocator) manifest(mf iceberg.ManifestFile, loc table.LocationProvider) (iceberg.ManifestFile, error) {
+// manifest writes mf anew with its files' paths mapped (position delete
+// files written anew), once for all the snapshots that share it, and
+// returns its manifest list entry: mf's, with the new path and length.
+func (rl *relocator) manifest(ctx context.Context, mf iceberg.ManifestFile, loc table.LocationProvider) (iceberg.ManifestFile, error) {
 	if done, ok := rl.manifests[mf.FilePath()]; ok {
 		return done, nil
 	}
@@ -274,14 +279,20 @@ func (rl *relocator) manifest(mf iceberg.ManifestFile, loc table.LocationProvide
 	if err != nil {
 		return nil, err
 	}
-	version, spec, schema, entries, err := rl.readManifest(mf, moved)
+	version, spec, schema, entries, err := rl.readManifest(ctx, mf, moved)
 	if err != nil {
 		return nil, fmt.Errorf("manifest %s: %w", moved, err)
 	}
 	dst := loc.NewMetadataLocation(uuid.New().String() + "-m0.avro")
 	var length int64
 	err = rl.write(dst, func(w io.Writer) error {
-		written, err := iceberg.WriteManifest(dst, w, version, spec, schema, mf.SnapshotID(), entries)
+		var written iceberg.ManifestFile
+		var err error
+		if mf.ManifestContent() == iceberg.ManifestContentDeletes {
+			written, err = writeDeleteManifest(dst, w, version, spec, schema, mf.SnapshotID(), entries)
+		} else {
+			written, err = iceberg.WriteManifest(dst, w, version, spec, schema, mf.SnapshotID(), entries)
+		}
 		if err == nil {
 			length = written.Length()
 		}
@@ -302,10 +313,51 @@ func (rl *relocator) manifest(mf iceberg.ManifestFile, loc table.LocationProvide
 	return out, nil
 }
 
+// writeDeleteManifest writes a delete manifest of entries, as
+// iceberg.WriteManifest writes a data manifest (which refuses delete files):
+// each entry by its status. An added entry's snapshot is the manifest's and
+// its file sequence number is inherited from the manifest's, as they were.
+func writeDeleteManifest(dst string, w io.Writer, version int, spec iceberg.PartitionSpec, schema *iceberg.Schema, snapshotID int64, entries []iceberg.ManifestEntry) (iceberg.ManifestFile, error) {
+	cw := &byteCounter{w: w}
+	mw, err := iceberg.NewManifestWriter(version, cw, spec, schema, snapshotID, iceberg.WithManifestWriterContent(iceberg.ManifestContentDeletes))
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		switch e.Status() {
+		case iceberg.EntryStatusADDED:
+			err = mw.Add(e)
+		case iceberg.EntryStatusEXISTING:
+			err = mw.Existing(e)
+		default:
+			err = mw.Delete(e)
+		}
+		if err != nil {
+			return nil, errors.Join(err, mw.Close())
+		}
+	}
+	if err := mw.Close(); err != nil {
+		return nil, err
+	}
+	return mw.ToManifestFile(dst, cw.n)
+}
+
+// byteCounter counts the bytes written through it.
+type byteCounter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *byteCounter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
 // readManifest reads every entry of manifest mf (its moved copy at uri),
 // each with its file's path mapped, and the manifest's format version,
 // partition spec and schema.
-func (rl *relocator) readManifest(mf iceberg.ManifestFile, uri string) (int, iceberg.PartitionSpec, *iceberg.Schema, []iceberg.ManifestEntry, error) {
+func (rl *relocator) readManifest(ctx context.Context, mf iceberg.ManifestFile, uri string) (int, iceberg.PartitionSpec, *iceberg.Schema, []iceberg.ManifestEntry, error) {
 	var spec iceberg.PartitionSpec
 	f, err := os.Open(localPath(uri))
 	if err != nil {
@@ -334,7 +386,7 @@ func (rl *relocator) readManifest(mf iceberg.ManifestFile, uri string) (int, ice
 		if err != nil {
 			return 0, spec, nil, nil, err
 		}
-		df, err := rl.dataFile(e.DataFile(), *ps, e.Status() != iceberg.EntryStatusDELETED)
+		df, err := rl.dataFile(ctx, e.DataFile(), *ps, e.Status() != iceberg.EntryStatusDELETED)
 		if err != nil {
 			return 0, spec, nil, nil, err
 		}
@@ -347,29 +399,47 @@ func (rl *relocator) readManifest(mf iceberg.ManifestFile, uri string) (int, ice
 	return rd.Version(), *ps, schema, entries, nil
 }
 
-// dataFile is df with its path (and a deletion vector's data file) mapped,
-// every other field as it was. A live file must be at its new path.
-func (rl *relocator) dataFile(df iceberg.DataFile, spec iceberg.PartitionSpec, live bool) (iceberg.DataFile, error) {
-	if df.ContentType() == iceberg.EntryContentPosDeletes && df.FileFormat() != iceberg.PuffinFile {
-		// Its rows name data files by path.
-		return nil, fmt.Errorf("position delete file %s holds data file paths; relocating it is not supported", df.FilePath())
+// dataFile is df with its path mapped, every other field as it was; a
+// position delete file is written anew (relocate_deletes.go) and df points
+// at the new file, with its size, column sizes, split offsets and file_path
+// bounds. A live file must be at its new path.
+func (rl *relocator) dataFile(ctx context.Context, df iceberg.DataFile, spec iceberg.PartitionSpec, live bool) (iceberg.DataFile, error) {
+	if df.ContentType() == iceberg.EntryContentPosDeletes && (df.FileFormat() == iceberg.PuffinFile || df.ReferencedDataFile() != nil && df.ContentOffset() != nil) {
+		return nil, fmt.Errorf("deletion vector %s: relocating deletion vectors (format version 3) is not supported", df.FilePath())
 	}
 	p, err := rl.m.uri(df.FilePath())
 	if err != nil {
 		return nil, err
 	}
-	if live && !rl.checked[p] {
-		if _, err := os.Stat(localPath(p)); err != nil {
+	exists := rl.checked[p]
+	if !exists {
+		_, err := os.Stat(localPath(p))
+		if err != nil && live {
 			return nil, fmt.Errorf("lake file of a snapshot: %w", err)
 		}
-		rl.checked[p] = true
+		exists = err == nil
+		rl.checked[p] = exists
 	}
-	b, err := iceberg.NewDataFileBuilder(spec, df.ContentType(), p, df.FileFormat(), df.Partition(), nil, nil, df.Count(), df.FileSizeBytes())
+	var deletes *rewrittenDeletes
+	size := df.FileSizeBytes()
+	if df.ContentType() == iceberg.EntryContentPosDeletes && exists {
+		// Its rows name data files by path. (The entry of a delete file
+		// removed from the table whose file is gone keeps its mapped path,
+		// as a data file's does.)
+		if deletes, err = rl.positionDeletes(ctx, df, p); err != nil {
+			return nil, err
+		}
+		p, size = deletes.path, deletes.size
+	}
+	b, err := iceberg.NewDataFileBuilder(spec, df.ContentType(), p, df.FileFormat(), df.Partition(), nil, nil, df.Count(), size)
 	if err != nil {
 		return nil, err
 	}
 	// An absent field stays null rather than becoming empty.
 	if v := df.ColumnSizes(); v != nil {
+		if deletes != nil {
+			v = mergeSizes(v, deletes.columnSizes)
+		}
 		b.ColumnSizes(v)
 	}
 	if v := df.ValueCounts(); v != nil {
@@ -385,15 +455,24 @@ func (rl *relocator) dataFile(df iceberg.DataFile, spec iceberg.PartitionSpec, l
 		b.DistinctValueCounts(v)
 	}
 	if v := df.LowerBoundValues(); v != nil {
+		if deletes != nil {
+			v = withBound(v, deletes.lower)
+		}
 		b.LowerBoundValues(v)
 	}
 	if v := df.UpperBoundValues(); v != nil {
+		if deletes != nil {
+			v = withBound(v, deletes.upper)
+		}
 		b.UpperBoundValues(v)
 	}
 	if v := df.KeyMetadata(); v != nil {
 		b.KeyMetadata(v)
 	}
 	if v := df.SplitOffsets(); v != nil {
+		if deletes != nil {
+			v = deletes.splitOffsets
+		}
 		b.SplitOffsets(v)
 	}
 	if v := df.EqualityFieldIDs(); v != nil {
@@ -411,6 +490,35 @@ func (rl *relocator) dataFile(df iceberg.DataFile, spec iceberg.PartitionSpec, l
 		b.ReferencedDataFile(q)
 	}
 	return b.Build(), nil
+}
+
+// mergeSizes is old with the sizes of the columns it has replaced by the
+// rewritten file's.
+func mergeSizes(old, rewritten map[int]int64) map[int]int64 {
+	out := make(map[int]int64, len(old))
+	for id, n := range old {
+		if m, ok := rewritten[id]; ok {
+			n = m
+		}
+		out[id] = n
+	}
+	return out
+}
+
+// withBound is bounds with the file_path bound, if it has one, replaced by
+// the rewritten file's (exact, never truncated); a file without rows has
+// none.
+func withBound(bounds map[int][]byte, path string) map[int][]byte {
+	if _, ok := bounds[posDeleteFilePathID]; !ok {
+		return bounds
+	}
+	out := maps.Clone(bounds)
+	if path == "" {
+		delete(out, posDeleteFilePathID)
+	} else {
+		out[posDeleteFilePathID] = []byte(path)
+	}
+	return out
 }
 
 func setPtr[T any](set func(T) *iceberg.DataFileBuilder, v *T) {

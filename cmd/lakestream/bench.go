@@ -66,6 +66,8 @@ func benchConfig(args []string) (bench.Config, error) {
 	fs.IntVar(&cfg.PKClients, "pk-clients", 0, "concurrent lookup clients of the pk workload (default 8)")
 	fs.IntVar(&cfg.PKBatchKeys, "pk-batch-keys", 0, "keys per batch lookup call of the pk workload (default 1000)")
 	fs.DurationVar(&cfg.PKDuration, "pk-duration", 0, "length of each lookup measurement of the pk workload (default 5s; -short: 300ms)")
+	fs.IntVar(&cfg.PKLakeKeys, "pklake-keys", 0, "keys in the lake of the pklake workload's union read and pyiceberg figures (default 10000000; -short: 20000)")
+	fs.IntVar(&cfg.PKLakeUpdates, "pklake-updates", 0, "keys the pklake workload updates in the log tail, at most -pklake-keys, and the inserts (then as many updates) of its tiering stream (default 1000000; -short: 2000)")
 	fs.BoolVar(&cfg.Short, "short", false, "smoke-test sizes: seconds, for correctness, not figures")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: lakestream bench [flags]\n\nRuns the benchmark suite (docs/benchmarks.md) against an in-process node and its baselines.\n\nflags:")
