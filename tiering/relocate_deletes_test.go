@@ -114,10 +114,10 @@ type posDelete struct {
 	pos  int64
 }
 
-// posDeletes writes a position delete file of partition part deleting
+// writeRelocDeletes writes a position delete file of partition part deleting
 // dels (sorted by path, then position), in row groups of rgRows; a
 // file-scoped one names its single data file.
-func posDeletes(t *testing.T, tbl *table.Table, part int32, name string, rgRows int64, fileScoped bool, dels ...posDelete) iceberg.DataFile {
+func writeRelocDeletes(t *testing.T, tbl *table.Table, part int32, name string, rgRows int64, fileScoped bool, dels ...posDelete) iceberg.DataFile {
 	t.Helper()
 	slices.SortFunc(dels, func(a, b posDelete) int {
 		if c := strings.Compare(a.file.FilePath(), b.file.FilePath()); c != 0 {
@@ -180,10 +180,10 @@ func createPosTable(t *testing.T, dir string) {
 	d0, d1 := posData(t, tbl, 0, "d0", 0, 100), posData(t, tbl, 1, "d1", 100, 200)
 	tbl = commitDelta(t, tbl, []iceberg.DataFile{d0, d1}, nil)
 	d2 := posData(t, tbl, 0, "d2", 200, 250)
-	del0 := posDeletes(t, tbl, 0, "del0", 4, false, append(positions(d0, 3, 5, 7, 9, 11), positions(d2, 0, 1, 49)...)...)
-	del1 := posDeletes(t, tbl, 1, "del1", 1<<20, true, positions(d1, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19)...)
+	del0 := writeRelocDeletes(t, tbl, 0, "del0", 4, false, append(positions(d0, 3, 5, 7, 9, 11), positions(d2, 0, 1, 49)...)...)
+	del1 := writeRelocDeletes(t, tbl, 1, "del1", 1<<20, true, positions(d1, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19)...)
 	tbl = commitDelta(t, tbl, []iceberg.DataFile{d2}, []iceberg.DataFile{del0, del1})
-	del2 := posDeletes(t, tbl, 0, "del2", 1<<20, false, positions(d0, 50, 51, 52, 53, 54, 55, 56, 57)...)
+	del2 := writeRelocDeletes(t, tbl, 0, "del2", 1<<20, false, positions(d0, 50, 51, 52, 53, 54, 55, 56, 57)...)
 	commitDelta(t, tbl, nil, []iceberg.DataFile{del2})
 	cat.(io.Closer).Close()
 }

@@ -29,7 +29,7 @@ func lakeModel(t *testing.T, d *dataDir, name string) pkModel {
 			if _, dup := got[id.Value(i)]; dup {
 				t.Fatalf("key %d read twice", id.Value(i))
 			}
-			got[id.Value(i)] = pkRow{amount.Value(i), kind.Value(i)}
+			got[id.Value(i)] = tierRow{amount.Value(i), kind.Value(i)}
 		}
 	}
 	return got
