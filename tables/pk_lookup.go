@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/lakestream/lakestream/internal/bucket"
+	"github.com/lakestream/lakestream/internal/rowenc"
 	"github.com/lakestream/lakestream/internal/scan"
 	"github.com/lakestream/lakestream/tables/keyindex"
 )
@@ -76,11 +77,12 @@ func (t *Table) Lookup(ctx context.Context, keys arrow.RecordBatch, cols []int) 
 		}
 	}
 	rb.Reserve(found)
+	var scratch []rowenc.Value // one row's values, reused
 	for _, r := range rows {
 		if !r.found {
 			continue
 		}
-		if _, err := lay.codec.AppendRowTo(rb.Fields(), cols, r.row, nil); err != nil {
+		if scratch, err = lay.codec.AppendRowTo(rb.Fields(), cols, r.row, scratch); err != nil {
 			return nil, fmt.Errorf("lookup in %s: key index row: %w", def.FullName(), err)
 		}
 	}
