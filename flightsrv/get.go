@@ -50,9 +50,7 @@ func (s *Server) doGet(raw []byte, stream flight.FlightService_DoGetServer) erro
 			return s.streamChanges(ctx, tk, out)
 		})
 	case "lookup":
-		return s.pipe(ctx, stream, queryReadAhead(), nil, false, func(ctx context.Context, out flight.DataStreamWriter) error {
-			return s.streamLookup(ctx, tk, out)
-		})
+		return s.doGetLookup(ctx, tk, stream) // lookup.go
 	case "prepared":
 		p, err := s.prepared.get(tk.Handle)
 		if err != nil {

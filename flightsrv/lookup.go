@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 
+	"github.com/lakestream/lakestream/catalog"
 	"github.com/lakestream/lakestream/internal/scan"
 	"github.com/lakestream/lakestream/planner"
 	"github.com/lakestream/lakestream/tables"
@@ -33,7 +34,8 @@ import (
 
 // lookupPlan is a lookup resolved against its table.
 type lookupPlan struct {
-	t *tables.Table
+	t   *tables.Table
+	def *catalog.Table // t's definition when planned
 	// keys are the table's key columns, in key order, each with the
 	// values its condition lists.
 	keys []lookupKey
@@ -65,7 +67,7 @@ func (s *Server) planLookup(ctx context.Context, st *planner.Statement) *lookupP
 	}
 	def := t.Def()
 	schema := def.ArrowSchema()
-	lp := &lookupPlan{t: t, params: make([]arrow.DataType, l.Params)}
+	lp := &lookupPlan{t: t, def: def, params: make([]arrow.DataType, l.Params)}
 	terms := map[int]planner.KeyTerm{}
 	for _, term := range l.Keys {
 		c := def.ColumnIndexFold(term.Column)
@@ -402,25 +404,51 @@ func (s *Server) lookupInfo(lp *lookupPlan, sql, handle string, desc *flight.Fli
 	}, nil
 }
 
-// streamLookup answers a lookup ticket. Should the statement no longer be
-// a lookup (the table was dropped or recreated since it was planned), it
-// runs in the engine.
-func (s *Server) streamLookup(ctx context.Context, tk *ticket, out flight.DataStreamWriter) error {
-	var st *planner.Statement
-	var argRows [][]any
+// lookupTicket resolves a lookup ticket: the plan and the keys to look
+// up, or, should the statement no longer be a lookup (the table was
+// dropped or recreated since it was planned), the statement and its
+// parameter rows for the engine. release frees the keys.
+func (s *Server) lookupTicket(ctx context.Context, tk *ticket) (lp *lookupPlan, keys arrow.RecordBatch, release func(), st *planner.Statement, argRows [][]any, err error) {
+	release = func() {}
 	if tk.Handle != "" {
 		p, err := s.prepared.get(tk.Handle)
 		if err != nil {
-			return err
+			return nil, nil, release, nil, nil, err
 		}
-		st, argRows = p.stmt, p.argRows()
-	} else {
-		var err error
-		if st, err = planner.Classify(tk.SQL); err != nil {
-			return err
+		pl := s.preparedPlan(ctx, p, tk.Handle)
+		if pl == nil {
+			return nil, nil, release, p.stmt, p.argRows(), nil
 		}
+		keys, owned, err := s.boundKeys(p, pl)
+		if err != nil {
+			return nil, nil, release, nil, nil, err
+		}
+		if owned {
+			release = keys.Release
+		}
+		return pl.plan, keys, release, nil, nil, nil
 	}
-	lp := s.planLookup(ctx, st)
+	if st, err = planner.Classify(tk.SQL); err != nil {
+		return nil, nil, release, nil, nil, err
+	}
+	if lp = s.planLookup(ctx, st); lp == nil {
+		return nil, nil, release, st, nil, nil
+	}
+	if keys, err = lp.keyRecord(s, nil); err != nil {
+		return nil, nil, release, nil, nil, err
+	}
+	return lp, keys, keys.Release, nil, nil, nil
+}
+
+// doGetLookup answers a lookup ticket: from the key index, its one
+// small record sent inline; in the engine when the statement is no
+// longer a lookup.
+func (s *Server) doGetLookup(ctx context.Context, tk *ticket, stream flight.FlightService_DoGetServer) error {
+	lp, keys, release, st, argRows, err := s.lookupTicket(ctx, tk)
+	if err != nil {
+		return err
+	}
+	defer release()
 	if lp == nil {
 		var args []any
 		switch len(argRows) {
@@ -430,16 +458,22 @@ func (s *Server) streamLookup(ctx context.Context, tk *ticket, out flight.DataSt
 		default:
 			return fmt.Errorf("%w: %d parameter rows bound to a query; bind one row", errInvalid, len(argRows))
 		}
-		return s.streamQuery(ctx, st.SQL, args, out)
+		return s.pipe(ctx, stream, queryReadAhead(), nil, false, func(ctx context.Context, out flight.DataStreamWriter) error {
+			return s.streamQuery(ctx, st.SQL, args, out)
+		})
 	}
-	keys, err := lp.keyRecord(s, argRows)
-	if err != nil {
-		return err
+	if lp.prefix { // a range of the index: maybe many rows
+		return s.pipe(ctx, stream, queryReadAhead(), nil, false, func(ctx context.Context, out flight.DataStreamWriter) error {
+			return s.streamPrefix(ctx, lp, keys, out)
+		})
 	}
-	defer keys.Release()
-	if lp.prefix {
-		return s.streamPrefix(ctx, lp, keys, out)
-	}
+	return s.pipe(ctx, stream, queryReadAhead(), nil, true, func(ctx context.Context, out flight.DataStreamWriter) error {
+		return s.streamLookup(ctx, lp, keys, out)
+	})
+}
+
+// streamLookup sends the rows of keys that lp's table holds.
+func (s *Server) streamLookup(ctx context.Context, lp *lookupPlan, keys arrow.RecordBatch, out flight.DataStreamWriter) error {
 	rec, err := lp.t.Lookup(ctx, keys, lp.cols)
 	if err != nil {
 		return err

@@ -22,12 +22,17 @@ type prepared struct {
 	mu       sync.Mutex
 	params   [][]any // rows bound by DoPutPreparedStatementQuery
 	lastUsed time.Time
+	// A lookup's plan and parameters (lookup_prepared.go): with bound
+	// set, params are made from it when first asked for.
+	lookup *preparedLookup
+	bound  arrow.RecordBatch
 }
 
 // args are the parameters of one execution of a query: the one bound row.
 func (p *prepared) args() ([]any, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.paramsLocked()
 	switch len(p.params) {
 	case 0:
 		return nil, nil
@@ -41,6 +46,7 @@ func (p *prepared) args() ([]any, error) {
 func (p *prepared) argRows() [][]any {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.paramsLocked()
 	return p.params
 }
 
@@ -58,7 +64,10 @@ func (p *prepared) bind(recs []arrow.RecordBatch) error {
 		rows = append(rows, r...)
 	}
 	p.mu.Lock()
-	p.params = rows
+	p.params, p.bound = rows, nil
+	if p.lookup != nil {
+		p.lookup.keys = nil
+	}
 	p.mu.Unlock()
 	return nil
 }

@@ -354,6 +354,9 @@ func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flights
 	if err != nil {
 		return nil, err
 	}
+	if pl := s.preparedPlan(ctx, p, h); pl != nil {
+		return pl.info(desc), nil // lookup_prepared.go
+	}
 	return s.flightInfo(ctx, p.stmt, h, desc)
 }
 
@@ -371,7 +374,7 @@ func (s *Server) GetSchemaPreparedStatement(ctx context.Context, cmd flightsql.P
 }
 
 // DoPutPreparedStatementQuery binds parameters.
-func (s *Server) DoPutPreparedStatementQuery(_ context.Context, cmd flightsql.PreparedStatementQuery, rdr flight.MessageReader, _ flight.MetadataWriter) ([]byte, error) {
+func (s *Server) DoPutPreparedStatementQuery(ctx context.Context, cmd flightsql.PreparedStatementQuery, rdr flight.MessageReader, _ flight.MetadataWriter) ([]byte, error) {
 	h := cmd.GetPreparedStatementHandle()
 	p, err := s.prepared.get(string(h))
 	if err != nil {
@@ -386,6 +389,9 @@ func (s *Server) DoPutPreparedStatementQuery(_ context.Context, cmd flightsql.Pr
 	}
 	if err := rdr.Err(); err != nil {
 		return nil, err
+	}
+	if pl := s.preparedPlan(ctx, p, string(h)); pl != nil && p.bindLookup(pl, recs) {
+		return h, nil // lookup_prepared.go
 	}
 	if err := p.bind(recs); err != nil {
 		return nil, err

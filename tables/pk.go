@@ -117,7 +117,8 @@ type pkLayout struct {
 	keyCols  []int
 	keyEnc   []rowenc.KeyFunc
 	engine   *merge.Engine
-	assigner *bucket.Assigner // nil: one bucket
+	assigner *bucket.Assigner             // nil: one bucket
+	lookup   atomic.Pointer[lookupLayout] // built by the first lookup (pk_lookup.go)
 }
 
 // layout returns the layout of def, built once per schema version.

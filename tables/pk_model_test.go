@@ -468,4 +468,39 @@ func checkPKModel(t *testing.T, h *pkHarness, m *pkModel, keys int, when string)
 	if g := rowStrings(got); !slices.Equal(g, wantLookup) {
 		t.Fatalf("%s: lookup of every key:\n got %q\nwant %q", when, g, wantLookup)
 	}
+	// One key per call (a point read, not an iterator), and with the
+	// keys as INTEGER (cast through conformPK): the same rows.
+	for _, w := range all[:3] {
+		one := keysRecord(h.mem, []mWrite{w})
+		g, err := tbl.Lookup(ctx, one, nil)
+		one.Release()
+		if err != nil {
+			t.Fatalf("%s: lookup of key %d: %v", when, w.id, err)
+		}
+		var want []string
+		if r, ok := m.rows[w.id]; ok {
+			want = []string{mRender(w.id, r)}
+		}
+		if rs := rowStrings(g); !slices.Equal(rs, want) {
+			t.Fatalf("%s: lookup of key %d: %q, want %q", when, w.id, rs, want)
+		}
+		g.Release()
+	}
+	ib := array.NewInt32Builder(h.mem)
+	for _, w := range all {
+		ib.Append(int32(w.id))
+	}
+	ia := ib.NewArray()
+	ib.Release()
+	ir := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int32}}, nil), []arrow.Array{ia}, int64(len(all)))
+	ia.Release()
+	g32, err := tbl.Lookup(ctx, ir, nil)
+	ir.Release()
+	if err != nil {
+		t.Fatalf("%s: lookup of INTEGER keys: %v", when, err)
+	}
+	if g := rowStrings(g32); !slices.Equal(g, wantLookup) {
+		t.Fatalf("%s: lookup of every key as INTEGER:\n got %q\nwant %q", when, g, wantLookup)
+	}
+	g32.Release()
 }

@@ -1,7 +1,6 @@
 package tables
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,8 +12,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lakestream/lakestream/columnarlog"
-	"github.com/lakestream/lakestream/internal/scan"
-	"github.com/lakestream/lakestream/tables/keyindex"
 )
 
 // pkView returns the state reads of the table see now; nil for a log
@@ -129,70 +126,6 @@ func filterLive(ctx context.Context, rec arrow.RecordBatch, base, from, to int64
 	return compute.FilterRecordBatch(ctx, rec, m, compute.DefaultFilterOptions())
 }
 
-// Lookup returns the current rows of the keys in keys (a record of the
-// key columns, by name), from the key index without a scan: one row per
-// key found, in input order (a key given twice is returned twice),
-// projected to the table's columns cols (nil: all). Many keys per call
-// are cheap: they are sorted and read through one iterator per bucket.
-func (t *Table) Lookup(ctx context.Context, keys arrow.RecordBatch, cols []int) (arrow.RecordBatch, error) {
-	if t.pk == nil {
-		return nil, fmt.Errorf("lookup in %s: %w", t.Name(), ErrNotPrimaryKey)
-	}
-	def := t.Def()
-	p := t.pk
-	if p.stale.Load() {
-		p.mu.Lock()
-		err := p.resyncLocked(ctx)
-		p.mu.Unlock()
-		if err != nil {
-			return nil, err
-		}
-	}
-	lay, err := p.layout(def)
-	if err != nil {
-		return nil, err
-	}
-	schema := lay.schema
-	cols = scan.Columns(cols, schema.NumFields())
-	out, err := scan.ProjectSchema(schema, cols)
-	if err != nil {
-		return nil, fmt.Errorf("lookup in %s: %w", def.FullName(), err)
-	}
-	rec, _, err := conformPK(def, keys, t.mem, true)
-	if err != nil {
-		return nil, err
-	}
-	defer rec.Release()
-	n := t.log.Buckets()
-	refs := make([][]rowRef, n)
-	ids := lay.buckets(rec, nil)
-	var arena []byte
-	for r, b := range ids {
-		start := len(arena)
-		arena = lay.key(arena, rec.Columns(), r)
-		refs[b] = append(refs[b], rowRef{row: int32(r), key: arena[start:len(arena):len(arena)]})
-	}
-	rows := make([][]byte, rec.NumRows()) // by input row; nil: not found
-	used := nonEmpty(refs)                // a point lookup reads one bucket, inline
-	err = parallel(ctx, len(used), func(i int) error {
-		return p.lookupBucket(used[i], refs[used[i]], rows)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("lookup in %s: %w", def.FullName(), err)
-	}
-	rb := array.NewRecordBuilder(t.mem, out)
-	defer rb.Release()
-	for _, row := range rows {
-		if row == nil {
-			continue
-		}
-		if _, err := lay.codec.AppendRowTo(rb.Fields(), cols, row, nil); err != nil {
-			return nil, fmt.Errorf("lookup in %s: key index row: %w", def.FullName(), err)
-		}
-	}
-	return rb.NewRecordBatch(), nil
-}
-
 // nonEmpty lists the buckets that have rows.
 func nonEmpty(refs [][]rowRef) []int {
 	var out []int
@@ -202,23 +135,6 @@ func nonEmpty(refs [][]rowRef) []int {
 		}
 	}
 	return out
-}
-
-// lookupBucket reads the rows of one bucket's keys, in key order, into
-// rows by input row.
-func (p *pkTable) lookupBucket(b int, refs []rowRef, rows [][]byte) error {
-	if len(refs) == 0 {
-		return nil
-	}
-	slices.SortFunc(refs, func(x, y rowRef) int { return bytes.Compare(x.key, y.key) })
-	keys := make([][]byte, len(refs))
-	for i, r := range refs {
-		keys[i] = r.key
-	}
-	return p.idx.Get(b, keys, func(i int, e keyindex.Entry) error {
-		rows[refs[i].row] = bytes.Clone(e.Row)
-		return nil
-	})
 }
 
 // KeyIndexStats describe a primary-key table's key index.

@@ -44,6 +44,20 @@ func TestIndex(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// GetOne of each key finds what Get found.
+		one := ""
+		for _, k := range keys {
+			err := x.GetOne(bucket, []byte(k), func(e Entry) error {
+				one += fmt.Sprintf("%s=%d:%s ", k, e.Offset, e.Row)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if one != out {
+			t.Errorf("GetOne of each of %v: %q, Get: %q", keys, one, out)
+		}
 		return out
 	}
 	if got, want := get(1, "a", "aa", "b", "c", "d"), "a=10:row-a b=12:row-b c=11:row-c "; got != want {
