@@ -49,6 +49,9 @@ var onlyImports = map[string]map[string]string{
 	// The key index is a storage engine's wrapper: it knows nothing of
 	// logs, tables or SQL.
 	"tables/keyindex": {},
+	// Gossip carries liveness and addresses, never decisions: membership
+	// knows nothing of tables, logs or the lake.
+	"membership": {},
 	// The merge engines are pure functions over encoded rows.
 	"tables/merge": {
 		"internal/rowenc": "the rows it merges are rowenc values",
