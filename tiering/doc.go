@@ -15,6 +15,16 @@
 //     "lakestream.tiered-offsets") in one Iceberg commit. After a crash the
 //     offsets are read back from the table: files written by an uncommitted
 //     round are orphans, never rows.
+//   - A primary-key table's round (pkround.go) tiers one published state
+//     of the table whole: its change records as data files, plus position
+//     delete files that hide every row but each live key's current one, in
+//     the same commit. The lake's own state (live offsets) and an index of
+//     its runs (offset -> data file, row) are kept per table (pklake.go),
+//     rebuilt from the lake when it is loaded; LiveRows (pklive.go) reads
+//     the live rows with their offsets. Its compaction (pkcompact.go)
+//     applies the deletes to files older than log.retention; younger small
+//     files and the delete files are merged without changing a row
+//     (pkmerge.go), so the history stays exact.
 //   - Reads (union.go, lakefiles.go): the lake state and its offsets are
 //     read together (lakeReader.Snapshot), which tables.View pairs with the
 //     log ranges above them; a snapshot's files are planned by id, with

@@ -120,9 +120,32 @@ func (h lakeReader) pieces(ctx context.Context, st *lakeState, bucket int, from,
 		next = p.end()
 	}
 	if next != end {
+		if st.pk != nil {
+			if exact := exactHistoryStart(st.pk.runs[bucket], end); exact > next {
+				return nil, nil, fmt.Errorf("%w: lake table %s bucket %d: compaction kept only the rows live below offset %d, so the changelog from offset %d is no longer exact; the exact history starts at offset %d", errNoHistory, h.lt.t.Name(), bucket, exact, next, exact)
+			}
+		}
 		return nil, nil, fmt.Errorf("%w: lake table %s bucket %d: offsets [%d, %d) are not in the lake's row maps", errNoHistory, h.lt.t.Name(), bucket, next, end)
 	}
 	return pieces, files, nil
+}
+
+// exactHistoryStart returns the first offset from which a primary-key
+// table's lake runs of a bucket (sorted by offset) hold every offset up to
+// end once: above the last offset a compaction dropped (pkcompact.go).
+func exactHistoryStart(runs []lakeRun, end int64) int64 {
+	at := end
+	for i := len(runs) - 1; i >= 0; i-- {
+		r := runs[i]
+		if r.offset >= at {
+			continue
+		}
+		if r.end() < at {
+			return at // a gap [r.end(), at)
+		}
+		at = r.offset
+	}
+	return at
 }
 
 func compareInt(a, b int64) int {
@@ -170,13 +193,22 @@ func (h lakeReader) HistoryOffsetForTime(ctx context.Context, bucket int, ts int
 		return 0, fmt.Errorf("history of %s: bucket %d out of range", h.lt.t.Name(), bucket)
 	}
 	end := st.offsets[bucket]
-	pieces, _, err := h.pieces(ctx, st, bucket, 0, end)
+	var from int64
+	if st.pk != nil {
+		// Below a collapsed range the history is not exact: look from its
+		// exact start, and refuse a time before it.
+		from = exactHistoryStart(st.pk.runs[bucket], end)
+	}
+	pieces, _, err := h.pieces(ctx, st, bucket, from, end)
 	if err != nil {
 		return 0, fmt.Errorf("history of %s bucket %d: %w", h.lt.t.Name(), bucket, err)
 	}
 	// Commit times grow with offsets within a bucket.
-	for _, p := range pieces {
+	for i, p := range pieces {
 		if p.commit >= ts {
+			if i == 0 && from > 0 {
+				return 0, fmt.Errorf("history of %s bucket %d: %w: compaction kept only the rows live below offset %d, so the changelog before it is no longer exact; the exact history starts at offset %d, committed after the time asked for", h.lt.t.Name(), bucket, errNoHistory, from, from)
+			}
 			return p.offset, nil
 		}
 	}

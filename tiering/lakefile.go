@@ -57,6 +57,7 @@ type lakeWriter struct {
 	open  map[string]*lakeFile // by partition key
 	order []*lakeFile          // open files in the order they were opened
 	done  []iceberg.DataFile
+	maps  []rowMap // the row map of each file of done
 	paths []string // every file created, for clean-up after a failure
 }
 
@@ -506,6 +507,7 @@ func (w *lakeWriter) closeFile(f *lakeFile) error {
 		return fmt.Errorf("lake file %s: %w", f.path, err)
 	}
 	w.done = append(w.done, df)
+	w.maps = append(w.maps, f.rows)
 	return nil
 }
 

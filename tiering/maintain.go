@@ -76,7 +76,10 @@ func (m *Maintenance) ensureDefaults() {
 type MaintenanceResult struct {
 	SnapshotsExpired int
 	FilesCompacted   int
-	OrphansDeleted   int
+	// DeleteFilesMerged is the position delete files merged (primary-key
+	// tables, pkmerge.go).
+	DeleteFilesMerged int
+	OrphansDeleted    int
 }
 
 // maintain runs the due maintenance of a table after a round.
@@ -108,11 +111,28 @@ func (s *Service) Maintain(ctx context.Context, tableID int64, orphans bool) (Ma
 	}
 	m := s.cfg.Maintenance
 	var err error
-	if tbl, res.FilesCompacted, err = s.compact(ctx, tbl, m); err != nil {
+	if st.pk != nil {
+		st, res.FilesCompacted, err = s.compactPK(ctx, lt, st, m)
+		if err == nil {
+			lt.state.Store(st)
+			var merged int
+			st, merged, err = s.mergePKFiles(ctx, st, m)
+			res.FilesCompacted += merged
+		}
+		if err == nil {
+			lt.state.Store(st)
+			st, res.DeleteFilesMerged, err = s.mergePKDeletes(ctx, st, m)
+		}
+	} else {
+		tbl, res.FilesCompacted, err = s.compact(ctx, tbl, m)
+		st = st.withTable(tbl)
+	}
+	if err != nil {
 		err = fmt.Errorf("compact lake table %s: %w", lt.t.Name(), err)
 		return res, errors.Join(err, s.reload(ctx, lt)) // the outcome may be unknown
 	}
-	lt.state.Store(&lakeState{tbl: tbl, offsets: st.offsets})
+	lt.state.Store(st)
+	tbl = st.tbl
 	before := len(tbl.Metadata().Snapshots())
 	tx := tbl.NewTransaction()
 	// Expiry removes snapshots from the metadata only: the files they alone
@@ -141,7 +161,7 @@ func (s *Service) Maintain(ctx context.Context, tableID int64, orphans bool) (Ma
 	} else {
 		res.SnapshotsExpired = before - len(next.Metadata().Snapshots())
 		tbl = next
-		lt.state.Store(&lakeState{tbl: tbl, offsets: st.offsets})
+		lt.state.Store(st.withTable(tbl))
 	}
 	if orphans {
 		r, err := tbl.DeleteOrphanFiles(ctx, table.WithFilesOlderThan(m.OrphanAge))

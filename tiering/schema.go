@@ -60,7 +60,20 @@ func icebergSchema(def *catalog.Table) (*iceberg.Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("iceberg schema of table %q: assign field ids: %w", def.FullName(), err)
 	}
-	return sch, nil
+	if !def.HasPrimaryKey() {
+		return sch, nil
+	}
+	// A primary-key table's key columns are the schema's identifier fields
+	// (docs/lake.md, "The Iceberg table").
+	ids := make([]int, len(def.PrimaryKey))
+	for i, name := range def.PrimaryKey {
+		f, ok := sch.FindFieldByName(name)
+		if !ok {
+			return nil, fmt.Errorf("iceberg schema of table %q: no key column %q", def.FullName(), name)
+		}
+		ids[i] = f.ID
+	}
+	return iceberg.NewSchemaWithIdentifiers(sch.ID, ids, sch.Fields()...), nil
 }
 
 // primitiveIceberg is the Iceberg column of catalog/types_arrow.go's mapping
@@ -267,12 +280,18 @@ func evolveSchema(tx *table.Transaction, cur *iceberg.Schema, def *catalog.Table
 		}
 		missing = append(missing, c)
 	}
-	if len(missing) == 0 {
+	// A primary-key table's lake created by an earlier version lacks the
+	// key as identifier fields.
+	keys := identifiersMissing(cur, def)
+	if len(missing) == 0 && keys == nil {
 		return false, nil
 	}
 	upd, err := updateSchema(tx)
 	if err != nil {
 		return false, fmt.Errorf("evolve lake schema of table %q: %w", def.FullName(), err)
+	}
+	if keys != nil {
+		upd.SetIdentifierField(keys)
 	}
 	for _, c := range missing {
 		typ, err := icebergType(c.Type)
@@ -488,4 +507,29 @@ func releaseAll(ds []arrow.ArrayData) {
 	for _, d := range ds {
 		d.Release()
 	}
+}
+
+// identifiersMissing returns the key columns of a primary-key table as
+// identifier field paths when cur's identifier fields are not they; nil
+// when they are, or for a log table.
+func identifiersMissing(cur *iceberg.Schema, def *catalog.Table) [][]string {
+	if !def.HasPrimaryKey() {
+		return nil
+	}
+	have := map[string]bool{}
+	for _, id := range cur.IdentifierFieldIDs {
+		if f, ok := cur.FindFieldByID(id); ok {
+			have[foldKey(f.Name)] = true
+		}
+	}
+	same := len(have) == len(def.PrimaryKey)
+	paths := make([][]string, len(def.PrimaryKey))
+	for i, k := range def.PrimaryKey {
+		same = same && have[foldKey(k)]
+		paths[i] = []string{k}
+	}
+	if same {
+		return nil
+	}
+	return paths
 }

@@ -48,6 +48,15 @@ type faults struct {
 	midRound     func(bucket int) error // after a bucket's rows went to the writer
 	beforeCommit func() error           // data files written, nothing committed
 	afterCommit  func() error           // committed, nothing recorded locally
+	now          func() time.Time       // the clock of compaction's age rule; nil: time.Now
+}
+
+// now is the time compaction's age rule compares commit times with.
+func (s *Service) now() time.Time {
+	if f := s.cfg.faults.now; f != nil {
+		return f()
+	}
+	return time.Now()
 }
 
 func (c *Config) ensureDefaults() {
@@ -108,6 +117,15 @@ type lakeTable struct {
 type lakeState struct {
 	tbl     *table.Table
 	offsets []int64
+	// pk is, for a primary-key table, the lake's state and where its rows
+	// are (pklake.go); nil for a log table.
+	pk *pkLake
+}
+
+// withTable returns the state with tbl, whose rows are st's (a schema
+// change, an expiry).
+func (st *lakeState) withTable(tbl *table.Table) *lakeState {
+	return &lakeState{tbl: tbl, offsets: st.offsets, pk: st.pk}
 }
 
 // New opens the lake side of every table of store that tiers
@@ -203,7 +221,7 @@ func (s *Service) loadOrCreate(ctx context.Context, t *tables.Table) (*lakeState
 	if tbl, err = s.evolve(ctx, tbl, def); err != nil {
 		return nil, fmt.Errorf("lake table %s: %w", def.FullName(), err)
 	}
-	return newState(tbl, def.Options.BucketNum)
+	return s.newState(ctx, tbl, t)
 }
 
 // lakeLost says whether t's missing Iceberg table is lost rather than
@@ -250,12 +268,21 @@ func (s *Service) recordCreated(ctx context.Context, def *catalog.Table, created
 	return err
 }
 
-func newState(tbl *table.Table, buckets int) (*lakeState, error) {
-	o, err := parseOffsets(tbl.Properties()[offsetsKey], buckets)
+// newState returns the lake state of t's Iceberg table tbl as loaded:
+// its tiered offsets and, for a primary-key table, the lake's state
+// rebuilt from its files.
+func (s *Service) newState(ctx context.Context, tbl *table.Table, t *tables.Table) (*lakeState, error) {
+	o, err := parseOffsets(tbl.Properties()[offsetsKey], t.Def().Options.BucketNum)
 	if err != nil {
 		return nil, err
 	}
-	return &lakeState{tbl: tbl, offsets: o}, nil
+	st := &lakeState{tbl: tbl, offsets: o}
+	if t.Def().HasPrimaryKey() {
+		if st.pk, err = s.loadPKLake(ctx, tbl, t.Name(), o); err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
 }
 
 // tableProperties are set on every Iceberg table Lakestream creates.
@@ -272,6 +299,10 @@ func tableProperties(def *catalog.Table) iceberg.Properties {
 		table.MetadataDeleteAfterCommitEnabledKey: "true",
 		table.MetadataPreviousVersionsMaxKey:      "20",
 		table.ManifestMinMergeCountKey:            "16",
+		// Format version 2 explicitly: a primary-key table's position
+		// deletes need it, and v2 is what every reader applies (pyiceberg
+		// applies no deletion vectors of v3).
+		table.PropertyFormatVersion: "2",
 	}
 }
 
@@ -293,13 +324,11 @@ func (s *Service) create(ctx context.Context, def *catalog.Table) (*table.Table,
 		icecatalog.WithProperties(tableProperties(def)))
 }
 
-// tiers reports whether a table has a lake side: datalake.enabled, and no
-// primary key. A primary-key table's log holds its changelog, which the
-// lake cannot take as rows (each key would appear once per change), so it
-// is served from its log alone, whose retention keeps every live row
-// (docs/lake.md, "Primary-key tables").
+// tiers reports whether a table has a lake side: datalake.enabled. A
+// primary-key table's rounds write its changelog with position deletes
+// that hide every row but each live key's current one (pkround.go).
 func tiers(def *catalog.Table) bool {
-	return def.Options.DatalakeEnabled && !def.HasPrimaryKey()
+	return def.Options.DatalakeEnabled
 }
 
 // evolve adds to tbl the columns def has and tbl lacks (ADD COLUMN).
@@ -340,7 +369,7 @@ func (s *Service) TableAltered(ctx context.Context, def *catalog.Table) error {
 		s.cfg.Logger.Warn("lake schema evolution failed; retried on the next round", "table", def.FullName(), "error", err)
 		return nil
 	}
-	lt.state.Store(&lakeState{tbl: tbl, offsets: st.offsets})
+	lt.state.Store(st.withTable(tbl))
 	return nil
 }
 

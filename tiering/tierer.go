@@ -82,7 +82,7 @@ func (s *Service) reload(ctx context.Context, lt *lakeTable) error {
 	if err != nil {
 		return fmt.Errorf("reload lake table %s: %w", lt.t.Name(), err)
 	}
-	st, err := newState(tbl, lt.t.Log().Buckets())
+	st, err := s.newState(ctx, tbl, lt.t)
 	if err != nil {
 		return fmt.Errorf("lake table %s: %w", lt.t.Name(), err)
 	}
@@ -101,8 +101,11 @@ func (s *Service) tryRound(ctx context.Context, lt *lakeTable) (RoundResult, err
 		if tbl, err = s.evolve(ctx, tbl, def); err != nil {
 			return RoundResult{}, fmt.Errorf("evolve lake schema of %s: %w", def.FullName(), err)
 		}
-		st = &lakeState{tbl: tbl, offsets: st.offsets}
+		st = st.withTable(tbl)
 		lt.state.Store(st)
+	}
+	if st.pk != nil {
+		return s.tryPKRound(ctx, lt, st)
 	}
 	ends := t.Log().CommittedEnds()
 	res := RoundResult{From: st.offsets, To: append([]int64(nil), st.offsets...)}
