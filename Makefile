@@ -3,7 +3,10 @@
 # target for a few seconds. Everything they need is installed here: Go
 # modules, and a Python virtualenv with pinned client packages in .venv. The
 # JDBC smoke test also needs a JDK and Maven (it fetches the driver jar into
-# .cache/jdbc once) and is skipped, saying so, without them.
+# .cache/jdbc once) and is skipped, saying so, without them. The Spark tests
+# (pyspark from tests/requirements.txt reading the lake through Iceberg's
+# JdbcCatalog) need Java 17 and the jars that `make spark-jars` fetches with
+# Maven into .cache/spark once.
 
 GO      ?= go
 PYTHON  ?= python3
@@ -18,7 +21,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 # everything concurrent under them.
 RACE_PKGS := ./columnarlog/... ./tables/... ./flightsrv/... ./internal/... ./catalog/... ./node/... ./planner ./tiering/...
 
-.PHONY: all build run test test-go test-race test-py test-docs test-fuzz bench bench-full bench-lake bench-pk venv fmt vet clean
+.PHONY: all build run test test-go test-race test-py test-docs test-fuzz bench bench-full bench-lake bench-pk venv spark-jars fmt vet clean
 
 all: build
 
@@ -66,7 +69,7 @@ test-fuzz:
 
 # -rs prints why a test was skipped (test_jdbc.py without a JDK or Maven);
 # test_jdbc.py fetches the JDBC driver into .cache/jdbc on its first run.
-test-py: venv build
+test-py: venv build spark-jars
 	LAKESTREAM_BIN=$(CURDIR)/$(BIN) $(PY) -m pytest -q -rs --tb=native -p no:cacheprovider tests/interop
 
 # The runnable code blocks of README.md and docs/*.md (those marked
@@ -81,6 +84,22 @@ $(VENV)/.installed: tests/requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --disable-pip-version-check -r tests/requirements.txt
 	touch $@
+
+# Spark reads the embedded lake (iceberg.db, SQLite) through Java Iceberg's
+# JdbcCatalog: the Iceberg runtime for Spark 4.1 and the SQLite JDBC driver,
+# from Maven Central into .cache/spark (git ignores it), fetched once.
+# tests/interop/test_pk_lake.py puts every jar of .cache/spark on Spark's
+# class path.
+SPARK_CACHE := .cache/spark
+SPARK_JARS := $(SPARK_CACHE)/iceberg-spark-runtime-4.1_2.13-1.11.0.jar $(SPARK_CACHE)/sqlite-jdbc-3.51.1.0.jar
+
+spark-jars: $(SPARK_JARS)
+
+$(SPARK_CACHE)/iceberg-spark-runtime-4.1_2.13-1.11.0.jar:
+	mvn -q -B dependency:copy -Dartifact=org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.11.0 -DoutputDirectory=$(SPARK_CACHE)
+
+$(SPARK_CACHE)/sqlite-jdbc-3.51.1.0.jar:
+	mvn -q -B dependency:copy -Dartifact=org.xerial:sqlite-jdbc:3.51.1.0 -DoutputDirectory=$(SPARK_CACHE)
 
 # The benchmark suite (docs/benchmarks.md): a node in-process against its
 # baselines; prints a table and writes bench/out/results.{json,html}.
