@@ -1,7 +1,6 @@
 package membership
 
 import (
-	"fmt"
 	"log/slog"
 	"net"
 	"strings"
@@ -123,7 +122,6 @@ func TestConfigErrors(t *testing.T) {
 			t.Errorf("%+v: %v, want %q", c.cfg, err, c.want)
 		}
 	}
-	_ = fmt.Sprint()
 }
 
 func describe(fs []func() string) []string {

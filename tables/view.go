@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -227,34 +226,11 @@ func (v *View) Read(ctx context.Context, cols []int, send func(arrow.RecordBatch
 		return err
 	}
 	for _, part := range p.Parts() {
-		if err := sendStream(ctx, part, send); err != nil {
+		if err := scan.Send(ctx, part, send); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// sendStream sends the records of part, releasing each once sent.
-func sendStream(ctx context.Context, part scan.Part, send func(arrow.RecordBatch) error) error {
-	rs, err := part.Open(ctx)
-	if err != nil {
-		return err
-	}
-	defer rs.Close()
-	for {
-		rec, err := rs.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		err = send(rec)
-		rec.Release()
-		if err != nil {
-			return err
-		}
-	}
 }
 
 // layerTable is a layer of a table as the query engine sees it: each Plan

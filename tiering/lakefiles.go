@@ -2,13 +2,12 @@ package tiering
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/lakestream/lakestream/internal/scan"
 	"github.com/lakestream/lakestream/tables"
 )
 
@@ -74,32 +73,9 @@ func (h lakeReader) ReadFiles(ctx context.Context, snapshot int64, paths []strin
 		if !ok {
 			return fmt.Errorf("%q is not a data file of lake snapshot %d of %s", path, snapshot, h.lt.t.Name())
 		}
-		if err := sendPart(ctx, r.part(h, task, live), send); err != nil {
+		if err := scan.Send(ctx, r.part(h, task, live), send); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// sendPart sends the records of part, releasing each once sent.
-func sendPart(ctx context.Context, part *lakePart, send func(arrow.RecordBatch) error) error {
-	rs, err := part.Open(ctx)
-	if err != nil {
-		return err
-	}
-	defer rs.Close()
-	for {
-		rec, err := rs.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		err = send(rec)
-		rec.Release()
-		if err != nil {
-			return err
-		}
-	}
 }

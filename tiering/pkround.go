@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path"
 	"slices"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -138,35 +137,11 @@ func (s *Service) tryPKRound(ctx context.Context, lt *lakeTable, st *lakeState) 
 		w.abort()
 		return res, fmt.Errorf("tier %s: %w", def.FullName(), err)
 	}
-	if err := tx.SetProperties(iceberg.Properties{offsetsKey: formatOffsets(res.To), pkDeletesKey: "true"}); err != nil {
-		w.abort()
+	// An unknown outcome reloads the state, which rebuilds the lake's PK
+	// state from whatever the table holds.
+	next, err := s.commitRound(ctx, lt, tx, w, iceberg.Properties{offsetsKey: formatOffsets(res.To), pkDeletesKey: "true"}, &res)
+	if err != nil || next == nil {
 		return res, err
-	}
-	if f := s.cfg.faults.beforeCommit; f != nil {
-		if err := f(); err != nil {
-			return res, fmt.Errorf("%w: %w", errFault, err)
-		}
-	}
-	start := time.Now()
-	next, err := tx.Commit(ctx)
-	res.Commit = time.Since(start)
-	if err != nil && !errors.Is(err, table.ErrCommitFailed) {
-		// The commit's fate is unknown; the table's offsets tell (reload
-		// rebuilds the lake's state from whatever the table holds).
-		if rerr := s.reload(ctx, lt); rerr == nil && equalOffsets(lt.state.Load().offsets, res.To) {
-			s.cfg.Logger.Warn("tiering commit reported an error but is in the table", "table", def.FullName(), "error", err)
-			return res, nil
-		}
-		return res, fmt.Errorf("tier %s: commit: %w", def.FullName(), err)
-	}
-	if err != nil {
-		w.abort() // a clean conflict: nothing of this round is in the table
-		return res, err
-	}
-	if f := s.cfg.faults.afterCommit; f != nil {
-		if err := f(); err != nil {
-			return res, err
-		}
 	}
 	pk, err := prev.withRound(pst, files, w.maps, dels)
 	if err != nil {

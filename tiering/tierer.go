@@ -148,38 +148,53 @@ func (s *Service) tryRound(ctx context.Context, lt *lakeTable) (RoundResult, err
 		w.abort()
 		return res, fmt.Errorf("tier %s: %w", def.FullName(), err)
 	}
-	if err := tx.SetProperties(iceberg.Properties{offsetsKey: formatOffsets(res.To)}); err != nil {
+	next, err := s.commitRound(ctx, lt, tx, w, iceberg.Properties{offsetsKey: formatOffsets(res.To)}, &res)
+	if err != nil || next == nil {
 		return res, err
-	}
-	if f := s.cfg.faults.beforeCommit; f != nil {
-		if err := f(); err != nil {
-			return res, fmt.Errorf("%w: %w", errFault, err)
-		}
-	}
-	start := time.Now()
-	next, err := tx.Commit(ctx)
-	res.Commit = time.Since(start)
-	if err != nil && !errors.Is(err, table.ErrCommitFailed) {
-		// The commit's fate is unknown: the catalog may have taken it. The
-		// table's offsets tell: if they moved to ours, it did.
-		if rerr := s.reload(ctx, lt); rerr == nil && equalOffsets(lt.state.Load().offsets, res.To) {
-			s.cfg.Logger.Warn("tiering commit reported an error but is in the table", "table", def.FullName(), "error", err)
-			return res, nil
-		}
-		return res, fmt.Errorf("tier %s: commit: %w", def.FullName(), err)
-	}
-	if err != nil {
-		w.abort() // a clean conflict: nothing of this round is in the table
-		return res, err
-	}
-	if f := s.cfg.faults.afterCommit; f != nil {
-		if err := f(); err != nil {
-			return res, err
-		}
 	}
 	lt.lastCommitNs.Store(int64(res.Commit))
 	lt.state.Store(&lakeState{tbl: next, offsets: res.To})
 	return res, nil
+}
+
+// commitRound sets props (the tiered offsets among them) on tx, which
+// holds a round's files written by w, and commits it, with the fault hooks
+// around the commit; res.To is the round's offsets and res.Commit gets the
+// commit's time. A clean conflict aborts w. When the commit's fate is
+// unknown (an error after the catalog may have taken it) the table's
+// offsets tell: if they are the round's, the commit was taken, the state
+// is reloaded and next is nil.
+func (s *Service) commitRound(ctx context.Context, lt *lakeTable, tx *table.Transaction, w *lakeWriter, props iceberg.Properties, res *RoundResult) (next *table.Table, err error) {
+	name := lt.t.Def().FullName()
+	if err := tx.SetProperties(props); err != nil {
+		w.abort()
+		return nil, err
+	}
+	if f := s.cfg.faults.beforeCommit; f != nil {
+		if err := f(); err != nil {
+			return nil, fmt.Errorf("%w: %w", errFault, err)
+		}
+	}
+	start := time.Now()
+	next, err = tx.Commit(ctx)
+	res.Commit = time.Since(start)
+	if err != nil && !errors.Is(err, table.ErrCommitFailed) {
+		if rerr := s.reload(ctx, lt); rerr == nil && equalOffsets(lt.state.Load().offsets, res.To) {
+			s.cfg.Logger.Warn("tiering commit reported an error but is in the table", "table", name, "error", err)
+			return nil, nil
+		}
+		return nil, fmt.Errorf("tier %s: commit: %w", name, err)
+	}
+	if err != nil {
+		w.abort() // a clean conflict: nothing of this round is in the table
+		return nil, err
+	}
+	if f := s.cfg.faults.afterCommit; f != nil {
+		if err := f(); err != nil {
+			return nil, err
+		}
+	}
+	return next, nil
 }
 
 // writeRound writes every bucket b's offsets [from[b], limit[b]) to w,

@@ -65,3 +65,27 @@ func (s *produced) Close() error {
 	}
 	return nil
 }
+
+// Send opens part and calls send with each of its records, in order,
+// releasing each once sent; it stops at the first error.
+func Send(ctx context.Context, part Part, send func(arrow.RecordBatch) error) error {
+	rs, err := part.Open(ctx)
+	if err != nil {
+		return err
+	}
+	defer rs.Close()
+	for {
+		rec, err := rs.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		err = send(rec)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+	}
+}
