@@ -41,6 +41,9 @@ var forbidden = map[string][]string{
 	// internal/scan, and node wires it: it knows neither.
 	"tiering": {"cmd/", "bench", "node", "flightsrv", "planner"},
 	"node":    {"cmd/", "bench"},
+	// The cluster's data plane replicates logs and decides leadership: it
+	// knows nothing of SQL, tables or the lake (docs/cluster.md).
+	"cluster": {"cmd/", "bench", "node", "flightsrv", "planner", "tiering", "tables", "catalog"},
 }
 
 // onlyImports lists, for each package (prefix), the only project packages

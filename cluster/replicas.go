@@ -1,0 +1,313 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Assignment is a bucket's state as the metadata store holds it, which a
+// node applies to the replica it holds.
+type Assignment struct {
+	Ref        BucketRef
+	Leader     string // node id; "" when the bucket has no leader
+	LeaderAddr string // where the leader serves replication
+	Epoch      int32
+	ISR        []string
+	MinISR     int // min.insync.replicas
+}
+
+// Replicas holds the replicas of the buckets on one node and runs each
+// one's role: a leader serves fetches and moves the high watermark, a
+// follower copies the leader's log. Roles change only by Apply, with the
+// assignments the node reads from the metadata store.
+type Replicas struct {
+	cfg       Config
+	tr        Transport
+	isrChange func(BucketRef) ISRChange
+
+	mu struct {
+		sync.Mutex
+		buckets map[BucketRef]*replica
+		closed  bool
+	}
+}
+
+// replica is one bucket's log on this node and its current role.
+type replica struct {
+	ref     BucketRef
+	log     Log
+	role    Assignment // the assignment applied last
+	applied bool       // whether any was
+	lead    *leader    // set while the node leads
+	stop    func()     // ends the role's goroutines and waits for them
+}
+
+// NewReplicas returns an empty set of replicas; isrChange writes an in-sync
+// set that a leader proposes to the metadata store.
+func NewReplicas(cfg Config, tr Transport, isrChange func(BucketRef) ISRChange) (*Replicas, error) {
+	cfg.EnsureDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	r := &Replicas{cfg: cfg, tr: tr, isrChange: isrChange}
+	r.mu.buckets = map[BucketRef]*replica{}
+	return r, nil
+}
+
+// Add registers the log of a bucket this node holds a replica of. It has
+// no role until Apply gives it one: it serves nothing and fetches nothing.
+func (r *Replicas) Add(ref BucketRef, log Log) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mu.closed {
+		return errors.New("replicas closed")
+	}
+	if _, ok := r.mu.buckets[ref]; ok {
+		return fmt.Errorf("%s: replica already added", ref)
+	}
+	r.mu.buckets[ref] = &replica{ref: ref, log: log, stop: func() {}}
+	return nil
+}
+
+// Remove stops the bucket's role and forgets its replica.
+func (r *Replicas) Remove(ref BucketRef) {
+	r.mu.Lock()
+	rep := r.mu.buckets[ref]
+	delete(r.mu.buckets, ref)
+	r.mu.Unlock()
+	if rep != nil {
+		rep.stopRole()
+	}
+}
+
+// Close stops every role.
+func (r *Replicas) Close() {
+	r.mu.Lock()
+	r.mu.closed = true
+	reps := make([]*replica, 0, len(r.mu.buckets))
+	for _, rep := range r.mu.buckets {
+		reps = append(reps, rep)
+	}
+	r.mu.buckets = map[BucketRef]*replica{}
+	r.mu.Unlock()
+	for _, rep := range reps {
+		rep.stopRole()
+	}
+}
+
+func (rep *replica) stopRole() {
+	if rep.lead != nil {
+		rep.lead.depose()
+	}
+	rep.stop()
+	rep.stop = func() {}
+	rep.lead = nil
+}
+
+// Apply makes this node's replica of a.Ref take the role a says: leader
+// (a.Leader is this node), follower of a.Leader, or none while the bucket
+// has no leader. An assignment of an epoch below the one applied is
+// stale and ignored; one at the same epoch only updates the in-sync set.
+func (r *Replicas) Apply(a Assignment) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rep := r.mu.buckets[a.Ref]
+	if rep == nil {
+		return fmt.Errorf("%s: no replica on this node", a.Ref)
+	}
+	cur := rep.role
+	switch {
+	case !rep.applied:
+	case a.Epoch < cur.Epoch:
+		return nil
+	case a.Epoch == cur.Epoch && a.Leader == cur.Leader:
+		rep.role.ISR = slices.Clone(a.ISR)
+		if rep.lead != nil {
+			rep.lead.setISR(a.Epoch, a.ISR)
+		}
+		return nil
+	}
+	rep.stopRole()
+	rep.role, rep.applied = a, true
+	switch a.Leader {
+	case r.cfg.NodeID:
+		return r.leadLocked(rep, a)
+	case "":
+		return nil
+	default:
+		r.followLocked(rep, a)
+		return nil
+	}
+}
+
+// leadLocked starts the leader's role: the epoch begins in the log, and a
+// goroutine moves the high watermark with the leader's durable end and
+// proposes in-sync set changes.
+func (r *Replicas) leadLocked(rep *replica, a Assignment) error {
+	if err := rep.log.BecomeLeader(a.Epoch); err != nil {
+		return fmt.Errorf("%s: lead at epoch %d: %w", a.Ref, a.Epoch, err)
+	}
+	l := newLeader(r.cfg.NodeID, rep.log, a.Epoch, a.ISR, max(a.MinISR, 1), r.cfg.ReplicaLagMax, r.cfg.Now)
+	rep.lead = l
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	change := r.isrChange(a.Ref)
+	go func() {
+		defer close(done)
+		r.runLeader(ctx, rep.log, l, a.Epoch, change)
+	}()
+	rep.stop = func() { cancel(); <-done }
+	l.durableMoved()
+	return nil
+}
+
+// runLeader follows the leader's durable end and checks for lagging
+// followers, until ctx ends.
+func (r *Replicas) runLeader(ctx context.Context, log Log, l *leader, epoch int32, change ISRChange) {
+	tick := time.NewTicker(max(r.cfg.ReplicaLagMax/4, 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		notify := log.NotifyDurable()
+		l.durableMoved()
+		select {
+		case <-ctx.Done():
+			return
+		case <-notify:
+		case <-tick.C:
+			if isr := l.lagging(); isr != nil {
+				r.propose(ctx, l, epoch, isr, change)
+			}
+		}
+	}
+}
+
+// propose writes an in-sync set to the metadata store and applies it once
+// stored; a refusal means the view is stale, and the next assignment the
+// node reads brings the truth.
+func (r *Replicas) propose(ctx context.Context, l *leader, epoch int32, isr []string, change ISRChange) {
+	if change == nil {
+		return
+	}
+	if err := change(ctx, epoch, isr); err != nil {
+		r.cfg.Logger.Warn("in-sync set change refused", "isr", isr, "epoch", epoch, "error", err)
+		return
+	}
+	l.setISR(epoch, isr)
+}
+
+// followLocked starts the follower's loop.
+func (r *Replicas) followLocked(rep *replica, a Assignment) {
+	f := &follower{self: r.cfg.NodeID, ref: a.Ref, log: rep.log, epoch: a.Epoch, leaderAddr: a.LeaderAddr, tr: r.tr, cfg: r.cfg, logger: r.cfg.Logger}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := f.run(ctx); err != nil && ctx.Err() == nil {
+			r.cfg.Logger.Info("replica follower stopped", "bucket", a.Ref.String(), "reason", err)
+		}
+	}()
+	rep.stop = func() { cancel(); <-done }
+}
+
+// leaderOf is the bucket's leader state when this node leads it.
+func (r *Replicas) leaderOf(ref BucketRef) (*replica, *leader, Assignment) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rep := r.mu.buckets[ref]
+	if rep == nil {
+		return nil, nil, Assignment{}
+	}
+	return rep, rep.lead, rep.role
+}
+
+// BeforeWrite refuses a write to a bucket this node does not lead, or
+// whose in-sync set is below min.insync.replicas.
+func (r *Replicas) BeforeWrite(ref BucketRef) error {
+	_, l, _ := r.leaderOf(ref)
+	if l == nil {
+		return fmt.Errorf("%s: %w", ref, ErrNotLeader)
+	}
+	return l.checkWrite()
+}
+
+// WaitAcked waits until a write that ends at end in the bucket is held by
+// the in-sync replicas: then it may be acknowledged.
+func (r *Replicas) WaitAcked(ctx context.Context, ref BucketRef, end int64) error {
+	_, l, _ := r.leaderOf(ref)
+	if l == nil {
+		return fmt.Errorf("%s: %w", ref, ErrNotLeader)
+	}
+	return l.waitAcked(ctx, end)
+}
+
+// ISR is the in-sync set of a bucket this node leads, nil otherwise.
+func (r *Replicas) ISR(ref BucketRef) []string {
+	if _, l, _ := r.leaderOf(ref); l != nil {
+		return l.isr()
+	}
+	return nil
+}
+
+// fetch answers a follower's fetch: fenced by epoch, it records the
+// follower's end, waits up to MaxWaitMs for batches when there are none,
+// and returns the batches from the requested offset.
+func (r *Replicas) fetch(ctx context.Context, q FetchRequest) FetchResponse {
+	rep, l, role := r.leaderOf(q.BucketRef)
+	if code, msg := fence(l, role, q.Epoch); code != CodeOK {
+		return FetchResponse{Code: code, Epoch: role.Epoch, Message: msg}
+	}
+	log := rep.log
+	start, durable := log.Start(), log.Durable()
+	if q.Offset < start || q.Offset > durable {
+		return FetchResponse{Code: CodeOutOfRange, Epoch: role.Epoch, Start: start, End: durable,
+			Message: fmt.Sprintf("offset %d is outside the leader's log [%d, %d)", q.Offset, start, durable)}
+	}
+	if isr := l.fetched(q.Follower, q.Offset); isr != nil {
+		r.propose(ctx, l, role.Epoch, isr, r.isrChange(q.BucketRef))
+	}
+	if q.Offset == durable && q.MaxWaitMs > 0 {
+		wait := time.NewTimer(time.Duration(q.MaxWaitMs) * time.Millisecond)
+		select {
+		case <-log.NotifyDurable():
+		case <-wait.C:
+		case <-ctx.Done():
+		}
+		wait.Stop()
+	}
+	maxBytes := int(min(max(q.MaxBytes, 1), maxFetchBytes))
+	var batches []byte
+	if q.Offset < log.Durable() {
+		var err error
+		if batches, err = log.Read(q.Offset, maxBytes); err != nil {
+			return FetchResponse{Code: CodeOutOfRange, Epoch: role.Epoch, Message: fmt.Sprintf("read from %d: %v", q.Offset, err)}
+		}
+	}
+	return FetchResponse{Code: CodeOK, Epoch: role.Epoch, HW: log.HighWatermark(), Start: log.Start(), End: log.Durable(), Batches: batches}
+}
+
+// endForEpoch answers where an epoch ends in the leader's log.
+func (r *Replicas) endForEpoch(q EpochRequest) EpochResponse {
+	rep, l, role := r.leaderOf(q.BucketRef)
+	if code, msg := fence(l, role, q.Epoch); code != CodeOK {
+		return EpochResponse{Code: code, Epoch: role.Epoch, Message: msg}
+	}
+	found, end := rep.log.EndForEpoch(q.Asked)
+	return EpochResponse{Code: CodeOK, Epoch: role.Epoch, FoundEpoch: found, EndOffset: end}
+}
+
+// fence checks a request's epoch against the leader's.
+func fence(l *leader, role Assignment, epoch int32) (Code, string) {
+	switch {
+	case l == nil:
+		return CodeNotLeader, fmt.Sprintf("this node does not lead the bucket (leader %q at epoch %d)", role.Leader, role.Epoch)
+	case epoch < role.Epoch:
+		return CodeFencedEpoch, fmt.Sprintf("epoch %d is older than the leader's %d", epoch, role.Epoch)
+	case epoch > role.Epoch:
+		return CodeUnknownEpoch, fmt.Sprintf("epoch %d is newer than the leader's %d", epoch, role.Epoch)
+	}
+	return CodeOK, ""
+}
