@@ -1,0 +1,86 @@
+package cluster
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/lakestream/lakestream/membership"
+)
+
+// BucketState is a bucket's record in the metadata store: its replicas in
+// placement order, its leader and leader epoch, and its in-sync set.
+type BucketState struct {
+	Ref      BucketRef
+	Replicas []string
+	Leader   string // "" while the bucket has no leader
+	Epoch    int32
+	ISR      []string
+	Version  int64 // the store's compare-and-set token
+}
+
+// Place is the initial state of a new bucket: its replicas placed over the
+// live nodes (membership.Place: rendezvous hashing, rack-aware), the first
+// leading at epoch 0, every replica in sync (an empty log is in sync with
+// an empty log).
+func Place(ref BucketRef, replicas int, nodes []membership.Node) BucketState {
+	ids := membership.Place(placementKey(ref), replicas, nodes)
+	st := BucketState{Ref: ref, Replicas: ids, ISR: sortedSet(ids)}
+	if len(ids) > 0 {
+		st.Leader = ids[0]
+	}
+	return st
+}
+
+// placementKey names a bucket for placement: stable across restarts and
+// renames (the table's id, not its name).
+func placementKey(ref BucketRef) string {
+	return fmt.Sprintf("%d/%s/%d", ref.Table, ref.Partition, ref.Bucket)
+}
+
+// Decide is the controller's decision for one bucket given the members
+// alive now: the new state to write (by compare-and-set on st.Version), or
+// ok false when nothing changes.
+//
+//   - A leader that is not alive is replaced by the first replica, in
+//     placement order, that is alive and in sync, at the next epoch; the
+//     in-sync set loses the members that are not alive.
+//   - When no in-sync replica is alive the bucket has no leader (at the
+//     next epoch, so the former leader is fenced) until one returns: a
+//     replica that is not in sync may lack acknowledged writes, so it is
+//     never elected (no unclean election).
+//   - With a live leader, in-sync members that are not alive leave the set
+//     at once, so acknowledgements stop waiting for them without waiting
+//     for the leader's lag limit. The epoch stays.
+func Decide(st BucketState, alive func(id string) bool) (BucketState, bool) {
+	liveISR := slices.DeleteFunc(slices.Clone(st.ISR), func(id string) bool { return !alive(id) })
+	next := st
+	next.Replicas = slices.Clone(st.Replicas)
+	if st.Leader != "" && alive(st.Leader) {
+		if len(liveISR) == len(st.ISR) {
+			return st, false
+		}
+		next.ISR = liveISR
+		return next, true
+	}
+	leader := ""
+	for _, id := range st.Replicas {
+		if slices.Contains(liveISR, id) {
+			leader = id
+			break
+		}
+	}
+	if leader == "" {
+		if st.Leader == "" {
+			return st, false // offline, and still no in-sync replica alive
+		}
+		// Keep the in-sync set: one of them must come back.
+		next.Leader = ""
+		next.Epoch = st.Epoch + 1
+		next.ISR = slices.Clone(st.ISR)
+		return next, true
+	}
+	next.Leader = leader
+	next.Epoch = st.Epoch + 1
+	next.ISR = liveISR
+	return next, true
+}
