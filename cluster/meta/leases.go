@@ -64,7 +64,7 @@ func wrapLease(op, name string, err error) error {
 }
 
 // ReleaseLease gives l up if its holder still holds it with its token. The
-// row stays, holder ” and expired, so that its token keeps counting.
+// row stays, with holder "" and expired, so that its token keeps counting.
 func (s *sqlStore) ReleaseLease(ctx context.Context, l Lease) error {
 	if l.Name == "" || l.Holder == "" {
 		return fmt.Errorf("release lease %q: %w: empty name or holder", l.Name, ErrInvalid)
