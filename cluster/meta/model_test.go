@@ -32,8 +32,9 @@ type history struct {
 	t  *testing.T
 	mu struct {
 		sync.Mutex
-		states map[BucketKey]map[int64]Bucket // what each version was seen as
-		wins   map[BucketKey]map[int64]int    // from-version → winning worker
+		states map[BucketKey]map[int64]Bucket    // what each version was seen as
+		wins   map[BucketKey]map[int64]int       // from-version → winning worker
+		begun  map[BucketKey]map[int64]time.Time // version → when the write that made it began
 		obs    map[BucketKey][]observation
 		grants map[string][]*grant
 	}
@@ -56,6 +57,7 @@ func newHistory(t *testing.T) *history {
 	h := &history{t: t}
 	h.mu.states = map[BucketKey]map[int64]Bucket{}
 	h.mu.wins = map[BucketKey]map[int64]int{}
+	h.mu.begun = map[BucketKey]map[int64]time.Time{}
 	h.mu.obs = map[BucketKey][]observation{}
 	h.mu.grants = map[string][]*grant{}
 	return h
@@ -82,15 +84,18 @@ func (h *history) observeLocked(b Bucket) {
 	vs[b.Version] = b
 }
 
-// won records worker's successful update from cur to got.
-func (h *history) won(worker int, cur, proposed, got Bucket) {
+// won records worker's successful update from cur to got, which began at
+// start.
+func (h *history) won(worker int, cur, proposed, got Bucket, start time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	wins := h.mu.wins[got.Key]
 	if wins == nil {
 		wins = map[int64]int{}
 		h.mu.wins[got.Key] = wins
+		h.mu.begun[got.Key] = map[int64]time.Time{}
 	}
+	h.mu.begun[got.Key][got.Version] = start
 	if w, ok := wins[proposed.Version]; ok {
 		h.t.Errorf("%s: two updates from version %d won (workers %d and %d)", got.Key, proposed.Version, w, worker)
 	}
@@ -179,13 +184,34 @@ func (h *history) check(final []Bucket) {
 				checkStep(h.t, prev, next)
 			}
 		}
-		checkRealTime(h.t, f.Key, h.mu.obs[f.Key])
+		checkRealTime(h.t, f.Key, h.mu.obs[f.Key], h.mu.begun[f.Key])
 	}
 }
 
 // checkRealTime checks that no operation saw an older version than one
-// that ended before it began.
-func checkRealTime(t *testing.T, k BucketKey, obs []observation) {
+// that ended before it began, nor a version whose write began after the
+// operation ended.
+func checkRealTime(t *testing.T, k BucketKey, obs []observation, begun map[int64]time.Time) {
+	// latest[v]: the latest start of the writes that made versions 2..v;
+	// an observation of v must end after all of them began.
+	var top int64
+	for _, o := range obs {
+		top = max(top, o.version)
+	}
+	latest := make([]time.Time, top+1)
+	for v := int64(2); v <= top; v++ {
+		latest[v] = latest[v-1]
+		if b := begun[v]; b.After(latest[v]) {
+			latest[v] = b
+		}
+	}
+	for _, o := range obs {
+		if o.end.Before(latest[o.version]) {
+			t.Errorf("%s: an operation saw version %d before the write that made it began", k, o.version)
+			return
+		}
+	}
+
 	byEnd := slices.Clone(obs)
 	slices.SortFunc(byEnd, func(a, b observation) int { return a.end.Compare(b.end) })
 	byStart := slices.Clone(obs)
@@ -338,7 +364,7 @@ func (m *modelWorker) update(ctx context.Context) error {
 			m.h.t.Errorf("worker %d: %s: update %+v over %+v won; the store must refuse it", m.id, k, p, cur)
 		}
 		m.h.observe(got, start, end)
-		m.h.won(m.id, cur, p, got)
+		m.h.won(m.id, cur, p, got, start)
 		m.cur[k] = got
 	case errors.As(err, &ce):
 		m.h.observe(ce.Current, start, end)
