@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 )
@@ -320,6 +321,31 @@ func testReopen(t *testing.T, e *env) {
 	}
 	if l, err := s2.Lease(ctx, "controller"); err != nil || l.Holder != "n1" || l.Token != 1 {
 		t.Errorf("lease after reopen: %+v, %v", l, err)
+	}
+}
+
+// testConcurrentOpen opens a fresh store from several nodes at once: the
+// schema is created once, and every node can write.
+func testConcurrentOpen(t *testing.T, e *env) {
+	const n = 4
+	stores, errs := make([]Store, n), make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { stores[i], errs[i] = e.openStore(Options{}) })
+	}
+	wg.Wait()
+	for i, s := range stores {
+		if errs[i] != nil {
+			t.Fatalf("open %d: %v", i, errs[i])
+		}
+		t.Cleanup(func() { closeStore(t, s) })
+	}
+	for i, s := range stores {
+		mustCreate(t, s, bucket(1, "", int32(i), "n1", 0))
+	}
+	all, err := stores[0].AllBuckets(context.Background())
+	if err != nil || len(all) != n {
+		t.Errorf("after %d creates: %d buckets, %v", n, len(all), err)
 	}
 }
 

@@ -141,6 +141,12 @@ func (e *LeaseHeldError) Unwrap() error { return ErrLeaseHeld }
 // transaction whose condition is checked inside it. Implementations:
 // *SQLite (one node) and *Postgres (a cluster); both are safe for
 // concurrent use.
+//
+// A write that fails with ErrConflict, ErrExists, ErrNotFound, ErrInvalid
+// or ErrLeaseHeld stored nothing. Any other error (the connection broke,
+// the context ended) leaves the outcome unknown: the write may have
+// committed, so the caller reads again before deciding. Calls wait as long
+// as their context lets them: give them a deadline.
 type Store interface {
 	// CreateBuckets stores new buckets (Version 1) all or none; ErrExists
 	// when one is already stored.

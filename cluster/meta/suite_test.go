@@ -19,8 +19,19 @@ import (
 // another connection pool); clock is its clock when the test controls it
 // (SQLite), nil when the store decides expiry by real time (PostgreSQL).
 type env struct {
-	open  func(t *testing.T, opts Options) Store
-	clock *fakeClock
+	openStore func(opts Options) (Store, error)
+	clock     *fakeClock
+}
+
+// open opens a handle with opts, closed when the test ends.
+func (e *env) open(t *testing.T, opts Options) Store {
+	t.Helper()
+	s, err := e.openStore(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeStore(t, s) })
+	return s
 }
 
 // store opens a handle with default options (and the test's clock).
@@ -60,16 +71,11 @@ func TestSQLite(t *testing.T) {
 	runSuite(t, func(t *testing.T) *env {
 		path := filepath.Join(t.TempDir(), "meta.db")
 		clock := newFakeClock()
-		return &env{clock: clock, open: func(t *testing.T, opts Options) Store {
+		return &env{clock: clock, openStore: func(opts Options) (Store, error) {
 			if opts.Now == nil {
 				opts.Now = clock.Now
 			}
-			s, err := OpenSQLiteWith(path, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { closeStore(t, s) })
-			return s
+			return OpenSQLiteWith(path, opts)
 		}}
 	})
 }
@@ -83,13 +89,8 @@ func TestPostgres(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return &env{open: func(t *testing.T, opts Options) Store {
-			s, err := OpenPostgresWith(context.Background(), uri, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { closeStore(t, s) })
-			return s
+		return &env{openStore: func(opts Options) (Store, error) {
+			return OpenPostgresWith(context.Background(), uri, opts)
 		}}
 	})
 }
@@ -114,6 +115,7 @@ func runSuite(t *testing.T, newEnv func(t *testing.T) *env) {
 		{"DeleteTable", testDeleteTable},
 		{"Changes", testChanges},
 		{"Reopen", testReopen},
+		{"ConcurrentOpen", testConcurrentOpen},
 		{"Closed", testClosed},
 		{"LeaseAcquireRenewRelease", testLeaseAcquireRenewRelease},
 		{"LeaseExpiry", testLeaseExpiry},
