@@ -26,10 +26,14 @@ func (s *sqlStore) CreateBuckets(ctx context.Context, bs []Bucket) error {
 		return nil
 	}
 	return s.write(ctx, func(tx *sql.Tx) (bool, error) {
-		ins := s.q(`INSERT INTO lakestream_buckets (` + bucketColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, 1)
-			ON CONFLICT (table_id, part, bucket) DO NOTHING`)
+		ins, err := tx.PrepareContext(ctx, s.q(`INSERT INTO lakestream_buckets (`+bucketColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, 1)
+			ON CONFLICT (table_id, part, bucket) DO NOTHING`))
+		if err != nil {
+			return false, fmt.Errorf("create buckets: %w", err)
+		}
+		defer ins.Close()
 		for _, b := range bs {
-			res, err := tx.ExecContext(ctx, ins, b.Key.TableID, b.Key.Partition, b.Key.Bucket,
+			res, err := ins.ExecContext(ctx, b.Key.TableID, b.Key.Partition, b.Key.Bucket,
 				encodeIDs(b.Replicas), b.Leader, b.Epoch, encodeIDs(b.ISR))
 			if err != nil {
 				return false, fmt.Errorf("create %s: %w", b.Key, err)

@@ -95,7 +95,7 @@ func TestPostgres(t *testing.T) {
 	})
 }
 
-func closeStore(t *testing.T, s Store) {
+func closeStore(t testing.TB, s Store) {
 	if err := s.Close(); err != nil && !errors.Is(err, ErrClosed) {
 		t.Errorf("close: %v", err)
 	}
