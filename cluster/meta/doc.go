@@ -11,9 +11,11 @@
 //     tiering committer lease);
 //   - a change counter that nodes poll to learn that something changed.
 //
-// Two implementations pass one conformance suite: Postgres (a cluster:
-// every node opens the same database, --meta postgres://…) and SQLite (one
-// node: a file in its data directory). docs/cluster.md describes the store.
+// Three implementations pass one conformance suite: Postgres (a cluster:
+// every node opens the same database, --meta postgres://…), SQLite (one
+// node: a file of its own in the data directory) and Mem (in memory, for
+// the tests of the code above, with handles for several nodes).
+// docs/cluster.md describes the store.
 //
 // # The compare-and-set rule
 //

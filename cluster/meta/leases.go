@@ -91,9 +91,9 @@ func (s *sqlStore) Lease(ctx context.Context, name string) (Lease, error) {
 	if s.closed.Load() {
 		return Lease{}, ErrClosed
 	}
-	// One statement reads the row and the store's clock is read just
-	// before it: a lease that expires in between is reported live, which
-	// is the safe side for a reader deciding whether to wait.
+	// The store's clock is read just before the row: a lease that expires
+	// between the two reads is reported live, the safe side for a caller
+	// deciding whether to wait.
 	now, err := s.d.now(ctx, s.db)
 	if err != nil {
 		return Lease{}, fmt.Errorf("read lease %q: store clock: %w", name, err)

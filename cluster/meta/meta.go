@@ -187,6 +187,12 @@ type Store interface {
 	Close() error
 }
 
+var (
+	_ Store = (*SQLite)(nil)
+	_ Store = (*Postgres)(nil)
+	_ Store = (*Mem)(nil)
+)
+
 // validateBucket checks the rules of Bucket that need no stored state.
 func validateBucket(b Bucket) error {
 	var errs []error

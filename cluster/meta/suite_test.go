@@ -80,6 +80,14 @@ func TestSQLite(t *testing.T) {
 	})
 }
 
+func TestMem(t *testing.T) {
+	runSuite(t, func(t *testing.T) *env {
+		clock := newFakeClock()
+		m := NewMem(Options{Now: clock.Now})
+		return &env{clock: clock, openStore: func(Options) (Store, error) { return m.Handle(), nil }}
+	})
+}
+
 func TestPostgres(t *testing.T) {
 	// Test settings: nothing here needs durability across a crash.
 	srv := pgtest.ForTest(t, pgtest.Options{Settings: []string{"fsync=off", "synchronous_commit=off", "max_connections=200"}})
