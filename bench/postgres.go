@@ -5,18 +5,15 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/lakestream/lakestream/internal/pgtest"
 )
 
 // The PostgreSQL baseline: a throwaway server started once per Run from
@@ -40,10 +37,9 @@ import (
 // decoded, the others are received as bytes (as the DuckDB baseline
 // leaves its vectors unconverted).
 
-// pgServer is a running PostgreSQL.
+// pgServer is a running PostgreSQL (internal/pgtest starts it).
 type pgServer struct {
-	srv     *server
-	dir     string
+	srv     *pgtest.Server
 	addr    string
 	uri     string
 	version string
@@ -54,121 +50,27 @@ const pgTableDDL = "(id bigint NOT NULL, amount double precision, kind text, ts 
 
 var pgColumns = []string{"id", "amount", "kind", "ts"}
 
-// postgresBinDir is where initdb and postgres are: on PATH, else the
-// newest of Debian's /usr/lib/postgresql/<version>/bin, else /usr/local/bin.
-func postgresBinDir() string {
-	if p, err := exec.LookPath("initdb"); err == nil {
-		return filepath.Dir(p)
-	}
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
-	slices.Sort(dirs)
-	if len(dirs) > 0 {
-		return dirs[len(dirs)-1]
-	}
-	return "/usr/local/bin"
-}
+// postgresBinDir is where initdb and postgres are (pgtest.BinDir).
+func postgresBinDir() string { return pgtest.BinDir() }
 
 func startPostgres(ctx context.Context, sync string) (*pgServer, error) {
-	bin := postgresBinDir()
-	if _, err := os.Stat(filepath.Join(bin, "initdb")); err != nil {
-		return nil, fmt.Errorf("initdb not found (PATH, /usr/lib/postgresql/*/bin, /usr/local/bin): install PostgreSQL")
-	}
-	cred, err := unprivileged()
-	if err != nil {
-		return nil, err
-	}
-	base, err := os.MkdirTemp("", "lakestream-bench-pg-")
-	if err != nil {
-		return nil, err
-	}
-	p := &pgServer{dir: base}
-	if err := p.initdb(ctx, bin, cred); err != nil {
-		return nil, errors.Join(err, p.stop())
-	}
-	if err := p.serve(ctx, bin, cred, sync); err != nil {
-		return nil, errors.Join(err, p.stop())
-	}
-	return p, nil
-}
-
-// env is the environment of initdb and postgres.
-func (p *pgServer) env(bin string) []string {
-	return []string{"LC_ALL=C", "LANG=C", "PATH=" + bin + ":/usr/bin:/bin", "HOME=" + p.dir}
-}
-
-// initdb creates the cluster in dir/data, owned by cred's user.
-func (p *pgServer) initdb(ctx context.Context, bin string, cred *syscall.Credential) error {
-	data, sock := filepath.Join(p.dir, "data"), filepath.Join(p.dir, "sock")
-	if err := pgDirs(p.dir, cred, data, sock); err != nil {
-		return err
-	}
-	cmd := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres",
-		"--auth=trust", "--encoding=UTF8", "--no-sync", "--no-instructions") // --no-sync: initdb's own writes only
-	cmd.Env, cmd.SysProcAttr = p.env(bin), &syscall.SysProcAttr{Credential: cred}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("initdb: %v: %s", err, tailOf(out, 1500))
-	}
-	return nil
-}
-
-// serve starts postgres on a free loopback port and waits until it
-// answers.
-func (p *pgServer) serve(ctx context.Context, bin string, cred *syscall.Credential, sync string) error {
-	port, err := freePort()
-	if err != nil {
-		return err
-	}
 	commit := map[string]string{"always": "on", "never": "off"}[sync]
-	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", filepath.Join(p.dir, "data"),
-		"-h", "127.0.0.1", "-p", strconv.Itoa(port), "-k", filepath.Join(p.dir, "sock"),
-		"-c", "fsync=on", "-c", "synchronous_commit="+commit, "-c", "full_page_writes=on",
-		"-c", "shared_buffers=256MB", "-c", "max_wal_size=4GB", "-c", "max_connections=50",
-		"-c", "max_parallel_workers_per_gather="+strconv.Itoa(runtime.GOMAXPROCS(0)), "-c", "TimeZone=UTC")
-	cmd.Env = p.env(bin)
-	// SIGINT is PostgreSQL's fast shutdown: it ends the sessions and waits
-	// for every backend before the postmaster exits.
-	if p.srv, err = startServer("postgres", cmd, cred, syscall.SIGINT); err != nil {
-		return err
+	srv, err := pgtest.Start(ctx, pgtest.Options{Settings: []string{
+		"fsync=on", "synchronous_commit=" + commit, "full_page_writes=on",
+		"shared_buffers=256MB", "max_wal_size=4GB", "max_connections=50",
+		"max_parallel_workers_per_gather=" + strconv.Itoa(runtime.GOMAXPROCS(0)), "TimeZone=UTC",
+	}})
+	if errors.Is(err, pgtest.ErrNoPostgres) {
+		return nil, fmt.Errorf("%w: install PostgreSQL", err)
 	}
-	p.addr = fmt.Sprintf("127.0.0.1:%d", port)
-	p.uri = fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", p.addr)
-	return p.srv.waitReady(60*time.Second, func() error {
-		c, err := p.connect(ctx)
-		if err != nil {
-			return err
-		}
-		defer c.Close(ctx)
-		return c.QueryRow(ctx, "SHOW server_version").Scan(&p.version)
-	})
-}
-
-// pgDirs makes data and sock, owned by cred's user, under base, which that
-// user must be able to traverse.
-func pgDirs(base string, cred *syscall.Credential, dirs ...string) error {
-	if err := os.Chmod(base, 0o755); err != nil {
-		return err
+	if err != nil {
+		return nil, err
 	}
-	for _, d := range dirs {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			return err
-		}
-		if cred != nil {
-			if err := os.Chown(d, int(cred.Uid), int(cred.Gid)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return &pgServer{srv: srv, addr: srv.Addr, uri: srv.URI, version: srv.Version}, nil
 }
 
 // stop shuts the server down and removes its directory.
-func (p *pgServer) stop() error {
-	var err error
-	if p.srv != nil {
-		err = p.srv.stop()
-	}
-	return errors.Join(err, os.RemoveAll(p.dir))
-}
+func (p *pgServer) stop() error { return p.srv.Stop() }
 
 func (p *pgServer) connect(ctx context.Context) (*pgx.Conn, error) {
 	c, err := pgx.Connect(ctx, p.uri)

@@ -1,20 +1,16 @@
 package bench
 
 import (
-	"errors"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
-	"os/user"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 )
 
-// server is a baseline's server process (postgres, a Kafka JVM), started
+// server is a baseline's server process (a Kafka or Fluss JVM), started
 // in a process group of its own so that stop ends it and every child it
 // forked: no process outlives Run.
 type server struct {
@@ -146,22 +142,4 @@ func freePort() (int, error) {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	return port, l.Close()
-}
-
-// unprivileged is the credential of the user nobody when this process is
-// root (PostgreSQL refuses to run as root), else nil: run as ourselves.
-func unprivileged() (*syscall.Credential, error) {
-	if os.Geteuid() != 0 {
-		return nil, nil
-	}
-	u, err := user.Lookup("nobody")
-	if err != nil {
-		return nil, fmt.Errorf("running as root, and no user nobody to run the server as: %w", err)
-	}
-	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
-	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
-	if err := errors.Join(err1, err2); err != nil {
-		return nil, fmt.Errorf("user nobody: uid %q gid %q: %w", u.Uid, u.Gid, err)
-	}
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }

@@ -9,6 +9,7 @@
 //	flightsrv   tiering
 //	planner     tables
 //	columnarlog catalog     (catalog: no project package)
+//	cluster/meta            (only internal/…)
 //	internal/…
 //
 // Every package has a rule below: forbidden lists what it must not
@@ -29,7 +30,7 @@ const module = "github.com/lakestream/lakestream/"
 // forbidden lists, for each package (prefix), the project packages it must
 // not import.
 var forbidden = map[string][]string{
-	"internal/":   {"cmd/", "bench", "node", "flightsrv", "planner", "tiering", "tables", "columnarlog", "catalog"},
+	"internal/":   {"cmd/", "bench", "node", "flightsrv", "planner", "tiering", "tables", "columnarlog", "catalog", "membership", "cluster/"},
 	"columnarlog": {"cmd/", "bench", "node", "flightsrv", "planner", "tiering", "tables", "catalog"},
 	"catalog":     {"cmd/", "bench", "node", "flightsrv", "planner", "tiering", "tables", "columnarlog", "internal/"},
 	// tables is below the lake: tiering plugs into tables, never the
@@ -44,6 +45,10 @@ var forbidden = map[string][]string{
 	// The cluster's data plane replicates logs and decides leadership: it
 	// knows nothing of SQL, tables or the lake (docs/cluster.md).
 	"cluster": {"cmd/", "bench", "node", "flightsrv", "planner", "tiering", "tables", "catalog"},
+	// The metadata store holds the cluster's decisions and knows nothing
+	// of what they are about: it may import internal/… (and its database
+	// drivers), no package of the project above it.
+	"cluster/meta": {"cmd/", "bench", "node", "flightsrv", "planner", "tiering", "tables", "columnarlog", "catalog", "membership", "cluster/"},
 }
 
 // onlyImports lists, for each package (prefix), the only project packages
@@ -67,6 +72,7 @@ var onlyImports = map[string]map[string]string{
 		"tiering":           "the type of node.Config.LakeMaintenance, the lake workloads' maintenance policy",
 		"internal/scan":     "the request of the union plan the tiering workload times (Node.Resolver)",
 		"internal/arrowmsg": "the ceiling encodes its batches exactly as the log stores them",
+		"internal/pgtest":   "starts the PostgreSQL baseline's server",
 	},
 }
 
