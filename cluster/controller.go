@@ -4,27 +4,17 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/lakestream/lakestream/cluster/meta"
 	"github.com/lakestream/lakestream/membership"
 )
-
-// BucketState is a bucket's record in the metadata store: its replicas in
-// placement order, its leader and leader epoch, and its in-sync set.
-type BucketState struct {
-	Ref      BucketRef
-	Replicas []string
-	Leader   string // "" while the bucket has no leader
-	Epoch    int32
-	ISR      []string
-	Version  int64 // the store's compare-and-set token
-}
 
 // Place is the initial state of a new bucket: its replicas placed over the
 // live nodes (membership.Place: rendezvous hashing, rack-aware), the first
 // leading at epoch 0, every replica in sync (an empty log is in sync with
 // an empty log).
-func Place(ref BucketRef, replicas int, nodes []membership.Node) BucketState {
+func Place(ref BucketRef, replicas int, nodes []membership.Node) meta.Bucket {
 	ids := membership.Place(placementKey(ref), replicas, nodes)
-	st := BucketState{Ref: ref, Replicas: ids, ISR: sortedSet(ids)}
+	st := meta.Bucket{Key: ref, Replicas: ids, ISR: sortedSet(ids)}
 	if len(ids) > 0 {
 		st.Leader = ids[0]
 	}
@@ -34,7 +24,7 @@ func Place(ref BucketRef, replicas int, nodes []membership.Node) BucketState {
 // placementKey names a bucket for placement: stable across restarts and
 // renames (the table's id, not its name).
 func placementKey(ref BucketRef) string {
-	return fmt.Sprintf("%d/%s/%d", ref.Table, ref.Partition, ref.Bucket)
+	return fmt.Sprintf("%d/%s/%d", ref.TableID, ref.Partition, ref.Bucket)
 }
 
 // Decide is the controller's decision for one bucket given the members
@@ -51,7 +41,7 @@ func placementKey(ref BucketRef) string {
 //   - With a live leader, in-sync members that are not alive leave the set
 //     at once, so acknowledgements stop waiting for them without waiting
 //     for the leader's lag limit. The epoch stays.
-func Decide(st BucketState, alive func(id string) bool) (BucketState, bool) {
+func Decide(st meta.Bucket, alive func(id string) bool) (meta.Bucket, bool) {
 	liveISR := slices.DeleteFunc(slices.Clone(st.ISR), func(id string) bool { return !alive(id) })
 	next := st
 	next.Replicas = slices.Clone(st.Replicas)

@@ -5,19 +5,20 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/lakestream/lakestream/cluster/meta"
 	"github.com/lakestream/lakestream/membership"
 )
 
 func TestDecide(t *testing.T) {
-	ref := BucketRef{Table: 1}
-	st := func(leader string, epoch int32, isr ...string) BucketState {
-		return BucketState{Ref: ref, Replicas: []string{"a", "b", "c"}, Leader: leader, Epoch: epoch, ISR: isr, Version: 5}
+	ref := BucketRef{TableID: 1}
+	st := func(leader string, epoch int32, isr ...string) meta.Bucket {
+		return meta.Bucket{Key: ref, Replicas: []string{"a", "b", "c"}, Leader: leader, Epoch: epoch, ISR: isr, Version: 5}
 	}
 	for _, tt := range []struct {
 		name  string
-		in    BucketState
+		in    meta.Bucket
 		alive []string
-		want  BucketState
+		want  meta.Bucket
 		ok    bool
 	}{
 		{"all alive", st("a", 1, "a", "b", "c"), []string{"a", "b", "c"}, st("a", 1, "a", "b", "c"), false},
@@ -60,7 +61,7 @@ func TestDecideProperties(t *testing.T) {
 				continue
 			}
 			for _, live := range subsets {
-				in := BucketState{Replicas: nodes, Leader: leader, Epoch: 4, ISR: isr}
+				in := meta.Bucket{Replicas: nodes, Leader: leader, Epoch: 4, ISR: isr}
 				got, _ := Decide(in, func(id string) bool { return slices.Contains(live, id) })
 				if got.Leader != "" && (!slices.Contains(isr, got.Leader) || !slices.Contains(live, got.Leader)) {
 					t.Errorf("%+v live %v: elected %q, not alive and in sync", in, live, got.Leader)
@@ -78,11 +79,11 @@ func TestDecideProperties(t *testing.T) {
 
 func TestPlaceStartsInSync(t *testing.T) {
 	nodes := []membership.Node{{ID: "a", Rack: "r1"}, {ID: "b", Rack: "r2"}, {ID: "c", Rack: "r1"}}
-	st := Place(BucketRef{Table: 3, Bucket: 1}, 3, nodes)
+	st := Place(BucketRef{TableID: 3, Bucket: 1}, 3, nodes)
 	if len(st.Replicas) != 3 || st.Leader != st.Replicas[0] || len(st.ISR) != 3 || st.Epoch != 0 {
 		t.Fatalf("placed %+v", st)
 	}
-	if again := Place(BucketRef{Table: 3, Bucket: 1}, 3, []membership.Node{nodes[2], nodes[0], nodes[1]}); !reflect.DeepEqual(again, st) {
+	if again := Place(BucketRef{TableID: 3, Bucket: 1}, 3, []membership.Node{nodes[2], nodes[0], nodes[1]}); !reflect.DeepEqual(again, st) {
 		t.Fatalf("placement depends on the nodes' order: %+v vs %+v", again, st)
 	}
 }

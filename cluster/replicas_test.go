@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-var ref0 = BucketRef{Table: 1, Bucket: 0}
+var ref0 = BucketRef{TableID: 1, Bucket: 0}
 
 // testCluster is three nodes' replicas of one bucket over a direct
 // transport, with an in-memory metadata record of the bucket that

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/lakestream/lakestream/cluster/meta"
 )
 
 // The replication messages are byte frames, little-endian, each starting
@@ -61,19 +63,8 @@ func (c Code) String() string {
 	return fmt.Sprintf("code %d", uint8(c))
 }
 
-// BucketRef names a bucket of a table.
-type BucketRef struct {
-	Table     int64
-	Partition string
-	Bucket    int32
-}
-
-func (b BucketRef) String() string {
-	if b.Partition == "" {
-		return fmt.Sprintf("table %d bucket %d", b.Table, b.Bucket)
-	}
-	return fmt.Sprintf("table %d partition %s bucket %d", b.Table, b.Partition, b.Bucket)
-}
+// BucketRef names a bucket of a table: the metadata store's key.
+type BucketRef = meta.BucketKey
 
 // FetchRequest asks a leader for its batches from Offset, the follower's
 // end: everything below it the follower holds durably.
@@ -170,7 +161,7 @@ func (r *reader) version() {
 func (q FetchRequest) encode() []byte {
 	w := writer{make([]byte, 0, 64)}
 	w.u8(wireVersion)
-	w.i64(q.Table)
+	w.i64(q.TableID)
 	w.i32(q.Bucket)
 	w.i32(q.Epoch)
 	w.i64(q.Offset)
@@ -185,7 +176,7 @@ func decodeFetchRequest(b []byte) (FetchRequest, error) {
 	r := reader{b: b}
 	var q FetchRequest
 	r.version()
-	q.Table, q.Bucket, q.Epoch, q.Offset = r.i64(), r.i32(), r.i32(), r.i64()
+	q.TableID, q.Bucket, q.Epoch, q.Offset = r.i64(), r.i32(), r.i32(), r.i64()
 	q.MaxBytes, q.MaxWaitMs = r.i32(), r.i32()
 	q.Partition, q.Follower = r.str(), r.str()
 	return q, r.err
@@ -218,7 +209,7 @@ func decodeFetchResponse(b []byte) (FetchResponse, error) {
 func (q EpochRequest) encode() []byte {
 	w := writer{make([]byte, 0, 32)}
 	w.u8(wireVersion)
-	w.i64(q.Table)
+	w.i64(q.TableID)
 	w.i32(q.Bucket)
 	w.i32(q.Epoch)
 	w.i32(q.Asked)
@@ -230,7 +221,7 @@ func decodeEpochRequest(b []byte) (EpochRequest, error) {
 	r := reader{b: b}
 	var q EpochRequest
 	r.version()
-	q.Table, q.Bucket, q.Epoch, q.Asked = r.i64(), r.i32(), r.i32(), r.i32()
+	q.TableID, q.Bucket, q.Epoch, q.Asked = r.i64(), r.i32(), r.i32(), r.i32()
 	q.Partition = r.str()
 	return q, r.err
 }

@@ -14,7 +14,7 @@ import (
 
 // The bytes of a fetch request are part of the wire between nodes.
 func TestFetchRequestBytesPinned(t *testing.T) {
-	q := FetchRequest{BucketRef: BucketRef{Table: 7, Partition: "p", Bucket: 2}, Epoch: 3, Offset: 1000, MaxBytes: 1 << 20, MaxWaitMs: 500, Follower: "n2"}
+	q := FetchRequest{BucketRef: BucketRef{TableID: 7, Partition: "p", Bucket: 2}, Epoch: 3, Offset: 1000, MaxBytes: 1 << 20, MaxWaitMs: 500, Follower: "n2"}
 	const want = "01" + "0700000000000000" + "02000000" + "03000000" + "e803000000000000" + "00001000" + "f4010000" + "010070" + "02006e32"
 	if got := hex.EncodeToString(q.encode()); got != want {
 		t.Fatalf("fetch request bytes\n got %s\nwant %s", got, want)
@@ -22,7 +22,7 @@ func TestFetchRequestBytesPinned(t *testing.T) {
 }
 
 func TestFramesRoundTrip(t *testing.T) {
-	q := FetchRequest{BucketRef: BucketRef{Table: 7, Partition: "day=2026-12-07", Bucket: 2}, Epoch: 3, Offset: 1000, MaxBytes: 1 << 20, MaxWaitMs: 500, Follower: "n2"}
+	q := FetchRequest{BucketRef: BucketRef{TableID: 7, Partition: "day=2026-12-07", Bucket: 2}, Epoch: 3, Offset: 1000, MaxBytes: 1 << 20, MaxWaitMs: 500, Follower: "n2"}
 	if got, err := decodeFetchRequest(q.encode()); err != nil || !reflect.DeepEqual(got, q) {
 		t.Errorf("fetch request: %+v, %v", got, err)
 	}
@@ -30,7 +30,7 @@ func TestFramesRoundTrip(t *testing.T) {
 	if got, err := decodeFetchResponse(p.encode()); err != nil || !reflect.DeepEqual(got, p) {
 		t.Errorf("fetch response: %+v, %v", got, err)
 	}
-	e := EpochRequest{BucketRef: BucketRef{Table: 1, Bucket: 4}, Epoch: 9, Asked: 8}
+	e := EpochRequest{BucketRef: BucketRef{TableID: 1, Bucket: 4}, Epoch: 9, Asked: 8}
 	if got, err := decodeEpochRequest(e.encode()); err != nil || !reflect.DeepEqual(got, e) {
 		t.Errorf("epoch request: %+v, %v", got, err)
 	}
@@ -52,8 +52,8 @@ func TestFramesRoundTrip(t *testing.T) {
 }
 
 func FuzzDecodeFrames(f *testing.F) {
-	f.Add(FetchRequest{BucketRef: BucketRef{Table: 1}, Follower: "a"}.encode())
-	f.Add(EpochRequest{BucketRef: BucketRef{Table: 1, Partition: "x"}}.encode())
+	f.Add(FetchRequest{BucketRef: BucketRef{TableID: 1}, Follower: "a"}.encode())
+	f.Add(EpochRequest{BucketRef: BucketRef{TableID: 1, Partition: "x"}}.encode())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		decodeFetchRequest(b)
 		decodeFetchResponse(b)
