@@ -35,6 +35,8 @@ type Options struct {
 	// ReadyTimeout bounds the wait for the server to accept connections.
 	// Default: 60s.
 	ReadyTimeout time.Duration
+	// BinDir holds initdb and postgres. Default: BinDir().
+	BinDir string
 }
 
 // Server is a running PostgreSQL.
@@ -72,7 +74,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if opts.ReadyTimeout == 0 {
 		opts.ReadyTimeout = 60 * time.Second
 	}
-	bin := BinDir()
+	bin := opts.BinDir
+	if bin == "" {
+		bin = BinDir()
+	}
 	if _, err := os.Stat(filepath.Join(bin, "initdb")); err != nil {
 		return nil, ErrNoPostgres
 	}
