@@ -124,7 +124,7 @@ func (r *Replicas) Apply(a Assignment) error {
 	case !rep.applied:
 	case a.Epoch < cur.Epoch:
 		return nil
-	case a.Epoch == cur.Epoch && a.Leader == cur.Leader:
+	case a.Epoch == cur.Epoch && a.Leader == cur.Leader && a.LeaderAddr == cur.LeaderAddr:
 		rep.role.ISR = slices.Clone(a.ISR)
 		if rep.lead != nil {
 			rep.lead.setISR(a.Epoch, a.ISR)

@@ -183,6 +183,7 @@ func TestLaggingFollowerLeavesAndRejoins(t *testing.T) {
 // refused before they are appended.
 func TestTooFewInSyncRefusesWrites(t *testing.T) {
 	c := newTestCluster(t, 5*time.Second, "a", "b")
+	c.tr.cut["a"] = true // b cannot fetch, so it cannot catch up and rejoin
 	c.elect("a", []string{"a"}, 2)
 	if _, err := c.write(context.Background(), "a", 1); !errors.Is(err, ErrNotEnoughReplicas) {
 		t.Fatalf("write with one in sync of two required: %v", err)

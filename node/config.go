@@ -109,6 +109,9 @@ type Config struct {
 	// long (a query's DoGet until its last row; subscriptions excepted),
 	// with its SQL; negative logs none. Default 1s.
 	SlowQuery time.Duration
+	// Cluster makes the node a member of a cluster (cluster.go). Default:
+	// a single node.
+	Cluster ClusterConfig
 	// Version is reported by the server.
 	Version string
 	Logger  *slog.Logger
@@ -186,6 +189,7 @@ func (c *Config) EnsureDefaults() {
 	if c.Version == "" {
 		c.Version = "dev"
 	}
+	c.Cluster.ensureDefaults()
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -224,6 +228,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, c.validateLimits()...)
+	errs = append(errs, c.Cluster.validate(c.Listen)...)
 	return errors.Join(errs...)
 }
 

@@ -43,17 +43,21 @@ func newEngine(res scan.Resolver, cfg Config) (engine, error) {
 // changelog ("t$changelog"), or the binlog view of the changelog
 // ("t$binlog", planner.Binlog).
 func Resolver(store *tables.Store, lake *tiering.Service) scan.Resolver {
-	return resolver{store, lake}
+	return resolver{store: store, lake: lake}
 }
 
 type resolver struct {
 	store *tables.Store
 	lake  *tiering.Service
+	nodes scan.Table // lakestream.nodes; nil outside a node (Resolver)
 }
 
 func (r resolver) Table(ctx context.Context, db, name string) (scan.Table, error) {
 	if t := r.lake.SystemTable(db, name); t != nil {
 		return t, nil
+	}
+	if r.nodes != nil && isNodesTable(db, name) {
+		return r.nodes, nil
 	}
 	if base, ok := catalog.CutSuffixFold(name, planner.BinlogSuffix); ok {
 		// No table name holds a "$" (catalog/limits.go), so the suffix

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	icecatalog "github.com/apache/iceberg-go/catalog"
@@ -17,6 +18,7 @@ import (
 	"github.com/lakestream/lakestream/columnarlog"
 	"github.com/lakestream/lakestream/flightsrv"
 	"github.com/lakestream/lakestream/internal/scan"
+	"github.com/lakestream/lakestream/membership"
 	"github.com/lakestream/lakestream/tables"
 	"github.com/lakestream/lakestream/tiering"
 )
@@ -32,7 +34,8 @@ type Node struct {
 	engine  engine
 	flightL net.Listener
 	httpL   net.Listener
-	mon     *monitor // request, ingest and scan counts (monitor.go)
+	mon     *monitor                              // request, ingest and scan counts (monitor.go)
+	members atomic.Pointer[membership.Membership] // nil on a single node (cluster.go)
 }
 
 // Addr is the Flight SQL listen address (useful with port 0).
@@ -135,7 +138,7 @@ func (n *Node) open(ctx context.Context) error {
 	}
 	cfg.Logger.Info("lake opened", "catalog", cfg.Catalog, "elapsed", time.Since(began).Round(time.Millisecond))
 	n.reportStart()
-	if n.engine, err = newEngine(countingResolver{resolver{store: store, lake: n.lake}, n.mon}, cfg); err != nil {
+	if n.engine, err = newEngine(countingResolver{resolver{store: store, lake: n.lake, nodes: nodesTable{n}}, n.mon}, cfg); err != nil {
 		return err
 	}
 	streamMemory, _ := cfg.streamMemory()
@@ -164,7 +167,8 @@ func (n *Node) open(ctx context.Context) error {
 			return fmt.Errorf("http listener: %w", err)
 		}
 	}
-	return nil
+	// Gossip starts last, once the addresses it announces are served.
+	return n.startMembership()
 }
 
 // reportStart logs what start-up could not open or account for, beside
@@ -224,6 +228,8 @@ func (n *Node) Serve(ctx context.Context) error {
 	case err = <-errc:
 	}
 	n.cfg.Logger.Info("shutting down")
+	// Leave first: the others see this node go as left, not failed.
+	leaveErr := n.leaveCluster()
 	stopBG()
 	<-lakeDone // a round in progress ends; an uncommitted one is redone at start
 	n.flight.Shutdown()
@@ -238,7 +244,7 @@ func (n *Node) Serve(ctx context.Context) error {
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	hs.Shutdown(shutCtx)
-	return errors.Join(err, n.close())
+	return errors.Join(err, leaveErr, n.close())
 }
 
 const shutdownGrace = 30 * time.Second
@@ -246,6 +252,9 @@ const shutdownGrace = 30 * time.Second
 // close releases storage in reverse start order.
 func (n *Node) close() error {
 	var errs []error
+	if m := n.members.Swap(nil); m != nil {
+		errs = append(errs, m.Close())
+	}
 	if n.flightL != nil {
 		n.flightL.Close()
 	}

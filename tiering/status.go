@@ -3,7 +3,6 @@ package tiering
 import (
 	"context"
 	"fmt"
-	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -152,7 +151,7 @@ func (st statusTable) Plan(ctx context.Context, req scan.Request) (scan.Plan, er
 		arrs[i] = rec.Column(c)
 	}
 	out := array.NewRecordBatch(schema, arrs, rec.NumRows())
-	return scan.NewPlan(schema, []scan.Part{onePart{out}}), nil
+	return scan.NewPlan(schema, []scan.Part{scan.RecordPart(out)}), nil
 }
 
 func statusRecord(rows []BucketStatus, mem memory.Allocator) arrow.RecordBatch {
@@ -180,33 +179,6 @@ func statusRecord(rows []BucketStatus, mem memory.Allocator) arrow.RecordBatch {
 		}
 	}
 	return b.NewRecordBatch()
-}
-
-// onePart streams one record once per Open.
-type onePart struct{ rec arrow.RecordBatch }
-
-func (p onePart) Open(context.Context) (scan.RecordStream, error) {
-	p.rec.Retain()
-	return &oneStream{rec: p.rec}, nil
-}
-
-type oneStream struct{ rec arrow.RecordBatch }
-
-func (s *oneStream) Next() (arrow.RecordBatch, error) {
-	if s.rec == nil {
-		return nil, io.EOF
-	}
-	r := s.rec
-	s.rec = nil
-	return r, nil
-}
-
-func (s *oneStream) Close() error {
-	if s.rec != nil {
-		s.rec.Release()
-		s.rec = nil
-	}
-	return nil
 }
 
 func isStatusTable(db, name string) bool {

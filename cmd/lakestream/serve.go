@@ -79,6 +79,7 @@ func loadConfig(args []string, env func(string) (string, bool)) (serveConfig, er
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "server log format: text (key=value) or json (one object a line)")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "server log level: debug (every request), info, warn (failed and slow requests) or error")
 	fs.DurationVar(&cfg.SlowQuery, "slow-query", time.Second, "log every request that takes at least this long, with its SQL (0 disables)")
+	bindClusterFlags(fs, &cfg.Cluster)
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -112,6 +113,27 @@ func loadConfig(args []string, env func(string) (string, bool)) (serveConfig, er
 		_, err = newLogger(io.Discard, cfg.LogFormat, cfg.LogLevel)
 	}
 	return cfg, err
+}
+
+// bindClusterFlags binds the flags that make the node a cluster member
+// (docs/cluster.md); with none of them the node runs alone.
+func bindClusterFlags(fs *flag.FlagSet, c *node.ClusterConfig) {
+	fs.StringVar(&c.NodeID, "node-id", "", "this node's id in the cluster: unique, stable across restarts (required with --gossip)")
+	fs.StringVar(&c.Gossip, "gossip", "", "gossip address host:port (UDP and TCP); set to run as a cluster member")
+	fs.StringVar(&c.GossipAdvertise, "gossip-advertise", "", "gossip address the other nodes reach this one at (default: --gossip)")
+	fs.Func("join", "gossip addresses of running members, comma-separated (none for the first node)", func(v string) error {
+		c.Join = nil
+		for _, a := range strings.Split(v, ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				c.Join = append(c.Join, a)
+			}
+		}
+		return nil
+	})
+	fs.StringVar(&c.Advertise, "advertise", "", "Flight SQL address clients and other nodes reach this node at (default: --listen)")
+	fs.StringVar(&c.Rack, "rack", "", "rack or zone label: replicas of a bucket are spread over racks")
+	fs.StringVar(&c.GossipKeyFile, "gossip-key-file", "", "file with the shared gossip key (16, 24 or 32 bytes in hex or base64) that encrypts gossip")
+	fs.StringVar(&c.GossipTiming, "gossip-timing", "lan", "failure detection profile: lan (dead within 4-24 s) or local (one host: 0.6-3.6 s)")
 }
 
 // applyFile sets the flags not given on the command line from a YAML file.

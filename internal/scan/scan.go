@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -121,4 +122,34 @@ func FieldIndex(schema *arrow.Schema, name string) int {
 		}
 	}
 	return -1
+}
+
+// RecordPart is a part that streams rec, once per Open: a system table's
+// rows, built when planned. The part keeps its own reference to rec.
+func RecordPart(rec arrow.RecordBatch) Part { return recordPart{rec} }
+
+type recordPart struct{ rec arrow.RecordBatch }
+
+func (p recordPart) Open(context.Context) (RecordStream, error) {
+	p.rec.Retain()
+	return &recordStream{rec: p.rec}, nil
+}
+
+type recordStream struct{ rec arrow.RecordBatch }
+
+func (s *recordStream) Next() (arrow.RecordBatch, error) {
+	if s.rec == nil {
+		return nil, io.EOF
+	}
+	r := s.rec
+	s.rec = nil
+	return r, nil
+}
+
+func (s *recordStream) Close() error {
+	if s.rec != nil {
+		s.rec.Release()
+		s.rec = nil
+	}
+	return nil
 }

@@ -1,0 +1,169 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/lakestream/lakestream/cluster/meta"
+)
+
+// ControllerLease is the name of the controller's lease in the metadata
+// store.
+const ControllerLease = "controller"
+
+// Controller runs on every node; the one that holds the controller lease
+// applies Decide to every bucket, the others keep trying to take the lease
+// over. Its writes are compare-and-sets on each bucket's version, so a
+// controller that lost its lease without knowing it changes nothing that
+// moved on since it read it.
+type Controller struct {
+	Self  string
+	Store meta.Store
+	// Alive says whether a node is alive (membership: alive or suspect).
+	Alive func(id string) bool
+	// LeaseTTL is the controller lease's length; the holder renews it every
+	// Every. Default 3s.
+	LeaseTTL time.Duration
+	// Every is how often the controller decides. Default 200ms.
+	Every  time.Duration
+	Logger *slog.Logger
+}
+
+// Run decides until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	if c.LeaseTTL == 0 {
+		c.LeaseTTL = 3 * time.Second
+	}
+	if c.Every == 0 {
+		c.Every = 200 * time.Millisecond
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	tick := time.NewTicker(c.Every)
+	defer tick.Stop()
+	for {
+		if err := c.Step(ctx); err != nil && ctx.Err() == nil {
+			c.Logger.Warn("controller", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// Step takes or renews the lease and, holding it, decides every bucket
+// once. It reports how many buckets it changed through the log only.
+func (c *Controller) Step(ctx context.Context) error {
+	lease, err := c.Store.AcquireLease(ctx, ControllerLease, c.Self, c.LeaseTTL)
+	if errors.Is(err, meta.ErrLeaseHeld) {
+		return nil // another node controls
+	}
+	if err != nil {
+		return fmt.Errorf("controller lease: %w", err)
+	}
+	buckets, err := c.Store.AllBuckets(ctx)
+	if err != nil {
+		return fmt.Errorf("controller: read buckets: %w", err)
+	}
+	var errs []error
+	for _, b := range buckets {
+		if time.Now().After(lease.Expires) {
+			return errors.Join(append(errs, errors.New("controller lease expired during a pass"))...)
+		}
+		next, ok := Decide(b, c.Alive)
+		if !ok {
+			continue
+		}
+		if _, err := c.Store.UpdateBucket(ctx, next); err != nil {
+			if !errors.Is(err, meta.ErrConflict) { // someone wrote first: decide again next pass
+				errs = append(errs, fmt.Errorf("%s: %w", b.Key, err))
+			}
+			continue
+		}
+		if next.Leader != b.Leader {
+			c.Logger.Info("bucket leader elected", "bucket", b.Key.String(), "leader", next.Leader, "epoch", next.Epoch, "was", b.Leader, "isr", next.ISR)
+		} else {
+			c.Logger.Info("bucket in-sync set shrunk: members not alive", "bucket", b.Key.String(), "isr", next.ISR, "was", b.ISR)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// StoreISRChange is the ISRChange of a bucket this node leads: a
+// compare-and-set of the in-sync set, refused when the stored bucket is at
+// another epoch or led by another node (the leader's view is stale).
+func StoreISRChange(store meta.Store, self string) func(BucketRef) ISRChange {
+	return func(ref BucketRef) ISRChange {
+		return func(ctx context.Context, epoch int32, isr []string) error {
+			b, err := store.Bucket(ctx, ref)
+			if err != nil {
+				return err
+			}
+			if b.Epoch != epoch || b.Leader != self {
+				return fmt.Errorf("%s is at epoch %d led by %q, not %d by %q: %w", ref, b.Epoch, b.Leader, epoch, self, meta.ErrConflict)
+			}
+			b.ISR = slices.Clone(isr)
+			_, err = store.UpdateBucket(ctx, b)
+			return err
+		}
+	}
+}
+
+// Watch applies the metadata store's assignments to the node's replicas:
+// it polls the store's change counter every `every` and, when it moved,
+// reads every bucket and applies those this node holds a replica of; it
+// also applies them every 25 polls, for a leader whose address gossip
+// learnt only since. addr gives a node's replication address (its
+// advertised Flight address), "" while unknown.
+func Watch(ctx context.Context, store meta.Store, r *Replicas, minISR func(BucketRef) int, addr func(id string) string, every time.Duration) {
+	last := int64(-1)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for polls := 0; ; polls++ {
+		if n, err := store.Changes(ctx); err == nil && (n != last || polls%25 == 0) {
+			if err := applyAll(ctx, store, r, minISR, addr); err == nil {
+				last = n
+			} else if ctx.Err() == nil {
+				r.cfg.Logger.Warn("apply bucket assignments", "error", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func applyAll(ctx context.Context, store meta.Store, r *Replicas, minISR func(BucketRef) int, addr func(id string) string) error {
+	buckets, err := store.AllBuckets(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, b := range buckets {
+		if !slices.Contains(b.Replicas, r.cfg.NodeID) || !r.holds(b.Key) {
+			continue
+		}
+		a := Assignment{Ref: b.Key, Leader: b.Leader, Epoch: b.Epoch, ISR: b.ISR, MinISR: minISR(b.Key)}
+		if b.Leader != "" {
+			a.LeaderAddr = addr(b.Leader)
+		}
+		errs = append(errs, r.Apply(a))
+	}
+	return errors.Join(errs...)
+}
+
+// holds says whether the node has a replica of ref.
+func (r *Replicas) holds(ref BucketRef) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.mu.buckets[ref] != nil
+}
