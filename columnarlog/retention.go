@@ -64,8 +64,8 @@ type Stats struct {
 	// Committed is what readers see; Durable, what is durable (above
 	// Committed only in a replicated log, up to its high watermark).
 	Start, Committed, Durable, Next int64
-	Segments               int
-	Bytes                  int64
+	Segments                        int
+	Bytes                           int64
 }
 
 // Stats returns the log's offsets and size.
