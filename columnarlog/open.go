@@ -258,7 +258,10 @@ func (l *Log) installActiveLocked(a activeScan) {
 	l.mu.segments = append(l.mu.segments, s)
 	l.mu.writers = a.writers
 	l.mu.next = res.next
-	l.mu.lastTS = max(l.mu.lastTS, l.lastTimestampLocked())
+	// The batches a truncation cut may be newer than those left, and a new
+	// leader's clock behind the old one's: commit timestamps go on from the
+	// batches left.
+	l.mu.lastTS = l.lastTimestampLocked()
 	// Invariant: committed never moves back. On open it starts at 0;
 	// truncate cuts no visible batch (TableLog.Truncate stays at or above
 	// the high watermark, a repair and recovery at or above the committed

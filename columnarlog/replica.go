@@ -225,9 +225,7 @@ func (l *Log) checkCut(to int64) error {
 
 // cut truncates the log to offset to for Truncate, with no reader reading:
 // readers past to see the cut (Reader.Next) and end with ErrTruncated. It
-// drops the epochs starting at or above to, and takes the commit timestamps
-// back to the batches left, since those of a new leader may be older than
-// those it cut.
+// drops the epochs starting at or above to.
 func (l *Log) cut(to int64) error {
 	l.cutMu.Lock()
 	defer l.cutMu.Unlock()
@@ -239,7 +237,6 @@ func (l *Log) cut(to int64) error {
 		if err := l.truncateLocked(to); err != nil {
 			return err
 		}
-		l.mu.lastTS = l.lastTimestampLocked()
 	}
 	return l.cutEpochsLocked(to, true)
 }
