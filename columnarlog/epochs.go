@@ -201,9 +201,8 @@ func (l *Log) EpochHistory() []EpochEntry {
 // EndForEpoch answers Kafka's OffsetsForLeaderEpoch: the largest epoch of
 // the history at or below epoch, and the offset where it ends (the start of
 // the next entry, or the log's durable end for the last one); (-1, -1) when
-// the history has no epoch at or below epoch. A follower whose last epoch
-// is e truncates to the lesser of the leader's answer for e and its own end
-// for the epoch the leader answered with, then fetches from there.
+// the history has no epoch at or below epoch. A follower finds where it
+// diverges from the leader with the answers (Divergence).
 func (l *Log) EndForEpoch(epoch int32) (int32, int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -334,4 +333,45 @@ func epochsWithin(entries []EpochEntry, from, to int64) []EpochEntry {
 		out = append(out, EpochEntry{Epoch: e.Epoch, Start: max(e.Start, from)})
 	}
 	return out
+}
+
+// Divergence returns the offset a follower's log must be truncated to
+// before it fetches from a new leader: the end of the longest prefix its
+// batches share with the leader's, as their epoch histories tell it.
+// endForEpoch asks the leader for its EndForEpoch.
+//
+// It asks for the follower's last epoch e. When the leader answers with
+// that epoch, both logs hold its batches, written by the one leader of
+// that epoch, up to the lesser of their ends for it. When the leader
+// answers with an older epoch, the follower's batches of the epochs
+// between are not the leader's: it asks again for its own largest epoch at
+// or below the answer, until the two agree on an epoch (the histories
+// strictly shrink, so this ends). When the leader has no epoch at or below
+// one the follower asks for, none of the follower's batches from its first
+// epoch on are the leader's: the answer is the start of its first epoch,
+// but never below the follower's committed offset.
+func (l *Log) Divergence(endForEpoch func(epoch int32) (int32, int64, error)) (int64, error) {
+	h := l.EpochHistory()
+	if len(h) == 0 {
+		return l.Durable(), nil
+	}
+	floor := max(h[0].Start, l.Committed())
+	e := h[len(h)-1].Epoch
+	for {
+		el, endL, err := endForEpoch(e)
+		if err != nil {
+			return 0, err
+		}
+		if el < 0 {
+			return floor, nil
+		}
+		ef, endF := l.EndForEpoch(el)
+		switch {
+		case ef == el:
+			return max(min(endL, endF), l.Committed()), nil
+		case ef < 0:
+			return floor, nil
+		}
+		e = ef
+	}
 }

@@ -242,7 +242,8 @@ func (l *Log) cut(to int64) error {
 }
 
 // SetHighWatermark moves bucket b's high watermark up to hw, capped at its
-// durable end: readers then see its rows below hw. It never moves back (a
+// durable end and taken down to the start of the batch holding hw: readers
+// then see its rows below hw. It never moves back (a
 // lower hw is ignored), and does nothing in a table that is not replicated,
 // whose high watermark is its committed end. It does no I/O: the caller
 // persists the high watermarks now and then with CheckpointHighWatermarks
@@ -271,10 +272,53 @@ func (t *TableLog) HighWatermark(b int) int64 { return t.buckets[b].Committed() 
 func (l *Log) raiseHighWatermark(hw int64) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	raise(&l.hw, min(hw, l.durable.Load()))
+	hw = min(hw, l.durable.Load())
+	if hw <= l.hw.Load() {
+		return false
+	}
+	hw, err := l.boundaryAtOrBelowLocked(hw)
+	if err != nil {
+		// A damaged header: readers report it where they meet it.
+		l.opts.Logger.Warn("high watermark not moved", "dir", l.dir, "error", err)
+		return false
+	}
+	raise(&l.hw, hw)
 	before := l.committed.Load()
 	l.refreshCommitted()
 	return l.committed.Load() != before
+}
+
+// boundaryAtOrBelowLocked returns the start of the batch holding offset
+// off, or off itself at the log's end: readers stop at batch boundaries,
+// and a high watermark inside a batch would have them stop in it. The
+// high watermarks a leader computes are its followers' ends, boundaries
+// already; then it reads the headers from the index entry before off.
+func (l *Log) boundaryAtOrBelowLocked(off int64) (int64, error) {
+	segs := l.mu.segments
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > off }) - 1
+	if i < 0 || off >= l.mu.next || off == segs[i].base {
+		return off, nil
+	}
+	s := segs[i]
+	pos, next := l.seek(s, lookup(s.index, off))
+	var buf [HeaderSize]byte
+	for {
+		b, bad, err := s.readHeader(&buf, pos)
+		if err != nil {
+			return 0, err
+		}
+		if bad == nil && b.BaseOffset() != next {
+			bad = fmt.Errorf("%w: base offset %d, want %d", ErrCorrupt, b.BaseOffset(), next)
+		}
+		if bad != nil {
+			return 0, s.corrupt(pos, next, bad)
+		}
+		if b.NextOffset() > off {
+			return next, nil
+		}
+		pos += int64(b.Size())
+		next = b.NextOffset()
+	}
 }
 
 // The high-watermark checkpoint of a replicated table, <table>/high-watermarks:
