@@ -120,7 +120,9 @@ func (r *Reader) Close() error {
 // batches before it have been: a reader never returns a batch it has not
 // checked, nor stops short of the committed offset without an error. A
 // reader left behind by retention, its next offset deleted, returns
-// ErrOffsetOutOfRange.
+// ErrOffsetOutOfRange. A replica reader reads up to the durable offset
+// instead of the committed one; one whose next offset Truncate cut returns
+// ErrTruncated, then and after.
 func (r *Reader) Next(dst []byte, maxBytes int) ([]Batch, []byte, error) {
 	// No cut while the reader reads: a batch it reads is not cut under it.
 	r.l.cutMu.RLock()
