@@ -29,9 +29,13 @@ type EpochEntry struct {
 
 // The leader-epoch history of a replicated bucket, <bucket>/leader-epochs:
 //
-//	count uint32 | count × (epoch int32 | start offset int64) | CRC-32C uint32 of the bytes before it
+//	leader epoch int32 | count uint32 | count × (epoch int32 | start offset int64)
+//	| CRC-32C uint32 of the bytes before it
 //
-// Entries are in order, epochs and start offsets strictly increasing. The
+// The leader epoch is the one Append stamps (LeaderEpoch): the last
+// BecomeLeader's, kept so that a follower, which holds a newer leader's
+// batches, still refuses to Append after a restart. Entries are in order,
+// epochs and start offsets strictly increasing. The
 // file is replaced whole (a temporary file, fsync, rename, directory fsync)
 // whenever the history changes: a new epoch (BecomeLeader, an append or a
 // replicated batch of a new epoch) or a truncation. Every batch carries its
@@ -45,11 +49,12 @@ type EpochEntry struct {
 const (
 	epochsFileName  = "leader-epochs"
 	epochEntrySize  = 12
-	epochsFileExtra = 8 // count and CRC
+	epochsFileExtra = 12 // leader epoch, count and CRC
 )
 
-func encodeEpochs(entries []EpochEntry) []byte {
+func encodeEpochs(leader int32, entries []EpochEntry) []byte {
 	buf := make([]byte, 0, epochsFileExtra+epochEntrySize*len(entries))
+	buf = binary.LittleEndian.AppendUint32(buf, uint32(leader))
 	buf = binary.LittleEndian.AppendUint32(buf, uint32(len(entries)))
 	for _, e := range entries {
 		buf = binary.LittleEndian.AppendUint32(buf, uint32(e.Epoch))
@@ -58,32 +63,34 @@ func encodeEpochs(entries []EpochEntry) []byte {
 	return binary.LittleEndian.AppendUint32(buf, crc32.Checksum(buf, castagnoli))
 }
 
-// decodeEpochs parses a history file; an error wraps ErrCorrupt.
-func decodeEpochs(buf []byte) ([]EpochEntry, error) {
+// decodeEpochs parses a history file into the leader epoch and the
+// entries; an error wraps ErrCorrupt.
+func decodeEpochs(buf []byte) (int32, []EpochEntry, error) {
 	if len(buf) < epochsFileExtra {
-		return nil, fmt.Errorf("%w: %d bytes", ErrCorrupt, len(buf))
+		return 0, nil, fmt.Errorf("%w: %d bytes", ErrCorrupt, len(buf))
 	}
 	body, sum := buf[:len(buf)-4], binary.LittleEndian.Uint32(buf[len(buf)-4:])
-	n := int64(binary.LittleEndian.Uint32(body))
-	if crc32.Checksum(body, castagnoli) != sum || int64(len(body)) != 4+n*epochEntrySize {
-		return nil, fmt.Errorf("%w: checksum or length mismatch", ErrCorrupt)
+	leader := int32(binary.LittleEndian.Uint32(body))
+	n := int64(binary.LittleEndian.Uint32(body[4:]))
+	if crc32.Checksum(body, castagnoli) != sum || int64(len(body)) != 8+n*epochEntrySize {
+		return 0, nil, fmt.Errorf("%w: checksum or length mismatch", ErrCorrupt)
 	}
 	out := make([]EpochEntry, n)
 	for i := range out {
-		e := body[4+i*epochEntrySize:]
+		e := body[8+i*epochEntrySize:]
 		out[i] = EpochEntry{Epoch: int32(binary.LittleEndian.Uint32(e)), Start: int64(binary.LittleEndian.Uint64(e[4:]))}
 		if out[i].Start < 0 || i > 0 && (out[i].Epoch <= out[i-1].Epoch || out[i].Start <= out[i-1].Start) {
-			return nil, fmt.Errorf("%w: entry %d %+v out of order", ErrCorrupt, i, out[i])
+			return 0, nil, fmt.Errorf("%w: entry %d %+v out of order", ErrCorrupt, i, out[i])
 		}
 	}
-	return out, nil
+	return leader, out, nil
 }
 
 // writeEpochs replaces the history file of the log in dir, durably.
-func writeEpochs(fs vfs.FS, dir string, entries []EpochEntry) error {
+func writeEpochs(fs vfs.FS, dir string, leader int32, entries []EpochEntry) error {
 	name := path.Join(dir, epochsFileName)
 	tmp := name + ".tmp"
-	if err := writeFileSync(fs, tmp, encodeEpochs(entries)); err != nil {
+	if err := writeFileSync(fs, tmp, encodeEpochs(leader, entries)); err != nil {
 		return fmt.Errorf("write leader epochs: %w", err)
 	}
 	if err := fs.Rename(tmp, name); err != nil {
@@ -136,7 +143,7 @@ func (l *Log) noteEpochLocked(epoch int32, start int64) error {
 		invariants.Failf("leader epochs never decrease", "%s: epoch %d at %d after %d", l.dir, epoch, start, l.lastEpochLocked())
 	}
 	entries := withEpoch(l.mu.epochs, epoch, start)
-	if err := writeEpochs(l.opts.FS, l.dir, entries); err != nil {
+	if err := writeEpochs(l.opts.FS, l.dir, l.mu.epoch, entries); err != nil {
 		return err
 	}
 	l.mu.epochs = entries
@@ -151,7 +158,7 @@ func (l *Log) cutEpochsLocked(to int64, inclusive bool) error {
 		return nil
 	}
 	l.mu.epochs = entries
-	return writeEpochs(l.opts.FS, l.dir, entries)
+	return writeEpochs(l.opts.FS, l.dir, l.mu.epoch, entries)
 }
 
 // BecomeLeader makes epoch the leader epoch that appended batches carry
@@ -171,19 +178,24 @@ func (l *Log) BecomeLeader(epoch int32) error {
 	if last := max(l.mu.epoch, l.lastEpochLocked()); epoch < last {
 		return fmt.Errorf("become leader of epoch %d: the log has epoch %d: %w", epoch, last, ErrFencedEpoch)
 	}
-	if epoch > l.lastEpochLocked() {
-		entries := withEpoch(l.mu.epochs, epoch, l.mu.next)
-		if err := writeEpochs(l.opts.FS, l.dir, entries); err != nil {
-			return fmt.Errorf("become leader of epoch %d: %w", epoch, err)
-		}
-		l.mu.epochs = entries
+	if epoch == l.mu.epoch && epoch == l.lastEpochLocked() {
+		return nil
 	}
-	l.mu.epoch = epoch
+	entries := l.mu.epochs
+	if epoch > l.lastEpochLocked() {
+		entries = withEpoch(entries, epoch, l.mu.next)
+	}
+	if err := writeEpochs(l.opts.FS, l.dir, epoch, entries); err != nil {
+		return fmt.Errorf("become leader of epoch %d: %w", epoch, err)
+	}
+	l.mu.epochs, l.mu.epoch = entries, epoch
 	return nil
 }
 
 // LeaderEpoch is the leader epoch Append stamps: Options.LeaderEpoch, or
-// the last BecomeLeader's, or after a restart the newest the history holds.
+// the last BecomeLeader's (kept across restarts by the history file). A log
+// that holds batches of a newer epoch (a follower's) refuses to Append
+// until BecomeLeader gives it one at least as new.
 func (l *Log) LeaderEpoch() int32 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -226,6 +238,7 @@ func (l *Log) loadEpochsLocked() error {
 	name := path.Join(l.dir, epochsFileName)
 	buf, err := readFile(l.opts.FS, name)
 	var entries []EpochEntry
+	leader := l.opts.LeaderEpoch
 	why := ""
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -233,8 +246,8 @@ func (l *Log) loadEpochsLocked() error {
 	case err != nil:
 		return err
 	default:
-		if entries, err = decodeEpochs(buf); err != nil {
-			why = err.Error()
+		if leader, entries, err = decodeEpochs(buf); err != nil {
+			leader, why = l.opts.LeaderEpoch, err.Error()
 		}
 	}
 	cut := false
@@ -253,12 +266,14 @@ func (l *Log) loadEpochsLocked() error {
 		}
 	}
 	if why != "" || cut {
-		if err := writeEpochs(l.opts.FS, l.dir, entries); err != nil {
+		if err := writeEpochs(l.opts.FS, l.dir, leader, entries); err != nil {
 			return err
 		}
 	}
-	l.mu.epochs = entries
-	l.mu.epoch = max(l.opts.LeaderEpoch, l.lastEpochLocked())
+	// A rebuilt history has lost the epoch the log led: it takes
+	// Options.LeaderEpoch, so a follower's log does not take up a leader's
+	// epoch, and a leader calls BecomeLeader again.
+	l.mu.epochs, l.mu.epoch = entries, leader
 	return nil
 }
 

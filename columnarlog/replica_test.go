@@ -9,6 +9,7 @@ import (
 	"path"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -329,16 +330,16 @@ func TestEndForEpoch(t *testing.T) {
 // The epoch history and high-watermark files, byte for byte
 // (docs/format/log.md).
 func TestReplicaFilesPinned(t *testing.T) {
-	got := hex.EncodeToString(encodeEpochs([]EpochEntry{{1, 0}, {3, 0x10}}))
-	const want = "02000000" + "01000000" + "0000000000000000" + "03000000" + "1000000000000000" + "9a10a5db"
+	got := hex.EncodeToString(encodeEpochs(4, []EpochEntry{{1, 0}, {3, 0x10}}))
+	const want = "04000000" + "02000000" + "01000000" + "0000000000000000" + "03000000" + "1000000000000000" + "75a26650"
 	if got != want {
 		t.Fatalf("leader-epochs bytes:\n got %s\nwant %s", got, want)
 	}
-	if e, err := decodeEpochs(encodeEpochs([]EpochEntry{{1, 0}, {3, 0x10}})); err != nil || len(e) != 2 {
-		t.Fatalf("decode: %v %v", e, err)
+	if leader, e, err := decodeEpochs(encodeEpochs(4, []EpochEntry{{1, 0}, {3, 0x10}})); err != nil || len(e) != 2 || leader != 4 {
+		t.Fatalf("decode: %d %v %v", leader, e, err)
 	}
 	for _, bad := range [][]EpochEntry{{{3, 0}, {3, 5}}, {{3, 5}, {4, 5}}, {{1, -1}}} {
-		if _, err := decodeEpochs(encodeEpochs(bad)); !errors.Is(err, ErrCorrupt) {
+		if _, _, err := decodeEpochs(encodeEpochs(0, bad)); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("history %v decodes: %v", bad, err)
 		}
 	}
@@ -599,27 +600,29 @@ func TestReplicaCrashAtEveryStep(t *testing.T) {
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			// Count the operations, then crash before each in turn.
+			// Count the operations, then crash before each in turn. (A
+			// commit round syncs in parallel: counters are atomic, and the
+			// order of the parallel syncs may vary.)
 			p := c.setup(t)
-			var ops int
-			p.follower.fs.InjectError(func(vfs.Op, string) error { ops++; return nil })
+			var ops atomic.Int64
+			p.follower.fs.InjectError(func(vfs.Op, string) error { ops.Add(1); return nil })
 			if err := c.op(t, p); err != nil {
 				t.Fatal(err)
 			}
 			p.follower.fs.InjectError(nil)
-			for k := 1; k <= ops; k++ {
+			for k := int64(1); k <= ops.Load(); k++ {
 				for _, keep := range []bool{false, true} {
 					p := c.setup(t)
-					var crashed *vfs.MemFS
-					n := 0
+					var crashed atomic.Pointer[vfs.MemFS]
+					var n atomic.Int64
 					fs := p.follower.fs
 					fs.InjectError(func(vfs.Op, string) error {
-						if n++; n == k {
+						if n.Add(1) == k {
 							co := vfs.CrashOptions{}
 							if keep {
 								co = vfs.CrashOptions{KeepUnsynced: true, Rand: rand.New(rand.NewPCG(uint64(k), 7))}
 							}
-							crashed = fs.CrashClone(co)
+							crashed.Store(fs.CrashClone(co))
 						}
 						return nil
 					})
@@ -627,7 +630,10 @@ func TestReplicaCrashAtEveryStep(t *testing.T) {
 						t.Fatal(err)
 					}
 					fs.InjectError(nil)
-					p.follower.fs = crashed
+					if crashed.Load() == nil {
+						t.Fatalf("the operation did fewer than %d filesystem operations", k)
+					}
+					p.follower.fs = crashed.Load()
 					p.follower.open(t)
 					checkRecoveredFollower(t, fmt.Sprintf("crash before op %d (keep unsynced %t)", k, keep), p.leader, p.follower)
 				}

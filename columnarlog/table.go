@@ -401,6 +401,11 @@ func (t *TableLog) checkWritersLocked(parts [][]Batch) (res [][]AppendResult, du
 		res[b] = make([]AppendResult, len(part))
 		l := t.buckets[b]
 		l.mu.Lock()
+		if last := l.lastEpochLocked(); len(part) > 0 && last > l.mu.epoch {
+			// Refused before anything is written (Log.write checks it too).
+			l.mu.Unlock()
+			return nil, 0, 0, fmt.Errorf("bucket %d: append with leader epoch %d: the log holds epoch %d: %w", b, l.mu.epoch, last, ErrFencedEpoch)
+		}
 		for i, p := range part {
 			r, dup, err := l.checkWriterLocked(p)
 			if err != nil {
