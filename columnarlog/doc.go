@@ -36,6 +36,14 @@
 //     batches from an offset, as stored, each checked as it is read from
 //     disk; Notify is closed when the committed offset moves, Done when the
 //     log closes, so readers wait without polling.
+//   - Replication (replica.go, epochs.go), for a TableLog opened with
+//     Options.Replicated: per bucket a leader-epoch history (BecomeLeader,
+//     EndForEpoch, Divergence), follower appends that store a leader's
+//     batches unchanged (AppendReplica), truncation of a divergent tail
+//     (Truncate), and a high watermark (SetHighWatermark, checkpointed)
+//     that bounds what readers see, while replica readers
+//     (NewReplicaReader, NotifyDurable) read up to the durable end for
+//     followers to fetch. Who leads, and the network, are the caller's.
 //
 // columnarlog imports only the standard library, internal/vfs (every file
 // access goes through a vfs.FS, so crash and I/O-error tests run on a MemFS)
@@ -46,13 +54,16 @@
 // # On disk
 //
 //	<table>/commits                 commit records, one per round
+//	<table>/high-watermarks         replicated: the buckets' high watermarks, checkpointed
 //	<table>/<bucket>/               0, 1, ...: one Log per bucket
 //	    <base offset, 20 digits>.log      batches back to back
 //	    <base>.index, <base>.timeindex    sparse indexes of a sealed segment
 //	    <base>.writers                    idempotent writers' state at base
+//	    leader-epochs                     replicated: the leader-epoch history
 //
 // docs/format/log.md specifies every file with its bytes; TestBatchBytesPinned
-// and TestStatsBytesPinned pin the batch format.
+// and TestStatsBytesPinned pin the batch format, TestReplicaFilesPinned the
+// replication files.
 //
 // # Invariants
 //
@@ -65,10 +76,16 @@
 //     segment ends where the next begins, only the last is active.
 //   - Index entries are sorted by offset, file position and commit
 //     timestamp; commit timestamps never decrease within a log.
-//   - Committed <= written end, per bucket; a TableLog's committed ends never
-//     move back, and each is at most its bucket's Committed.
+//   - Committed <= high watermark <= durable end <= written end, per
+//     bucket (the high watermark is the durable end in a log that is not
+//     replicated). Committed and the high watermark never move back. A
+//     TableLog's committed ends never move back, and each is at most its
+//     bucket's Committed; its durable ends never move back except by
+//     Truncate, never below the high watermark.
+//   - Leader epochs never decrease within a log, and its epoch history
+//     agrees with its batch headers (but for a last epoch with no batch).
 //   - A reader returns only committed batches, and never one wholly below
-//     the offset it was opened at.
+//     the offset it was opened at; a replica reader, only durable ones.
 //   - Retention deletes only sealed segments wholly below its floor.
 //   - After recovery, a TableLog's bucket ends exactly at its committed end.
 //
@@ -83,7 +100,7 @@
 //
 // # Lock order
 //
-//	TableLog.wmu → Log.mu → groupCommit.mu
+//	TableLog.wmu → TableLog.hmu → Log.cutMu → Log.mu → groupCommit.mu
 //
 // TableLog.wmu orders writes across buckets: a write appends its parts to
 // every bucket under it, and a commit round reads the bucket ends under it,
@@ -96,8 +113,12 @@
 // leads runs, so the round takes the locks above it afresh. TableLog.cmu,
 // which guards the commit file, is taken with no other lock of the package
 // held, but by a repair, which rewrites the commit file under TableLog.wmu
-// while no round runs (TableLog.wmu → TableLog.cmu). Below them all are the
-// filesystem's locks.
+// while no round runs (TableLog.wmu → TableLog.cmu), and by Truncate, which
+// does so under TableLog.wmu and TableLog.hmu (→ TableLog.cmu). TableLog.hmu
+// orders a replicated table's high-watermark moves, its checkpoint and
+// Truncate's check that it cuts nothing below them. Log.cutMu is held
+// shared by a Reader for each Next and exclusively by Truncate's cut, so
+// that no read overlaps a cut. Below them all are the filesystem's locks.
 //
 // # Durability
 //
@@ -122,4 +143,19 @@
 // reader can tell, since readers stop at the committed ends. A Log alone
 // (Log.Append) has no repair: a failed write or sync makes it refuse writes
 // until it is reopened.
+//
+// # Replication
+//
+// In a replicated TableLog, AppendReplica is durable on return as Append
+// is, through a commit round. Truncate rewrites the commit file before it
+// cuts the bucket, so that recovery cuts it there too, and cuts the epoch
+// history after it; a new epoch's history entry is written before its
+// batches. So the history is never behind the batches but by a cut that a
+// crash interrupted, which leaves the uncut batches in the active segment:
+// open checks the history against the active segment's batches and
+// rebuilds it from the headers when they disagree. Every batch carries its
+// epoch, so the history is a cache, like the indexes. The high-watermark
+// checkpoint lags the high watermarks (CheckpointHighWatermarks, Close):
+// after a crash readers see less until the leader moves it again, never
+// more than was replicated.
 package columnarlog

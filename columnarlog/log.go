@@ -44,17 +44,36 @@ type AppendResult struct {
 //
 // Only committed batches are visible to readers: with SyncAlways, those
 // covered by an fsync; with SyncNever, those written; in a TableLog, those
-// covered by a commit round.
+// covered by a commit round; in a replicated TableLog, those below the high
+// watermark too (replica.go).
 type Log struct {
 	dir  string
 	opts Options
 
-	// committed is the offset below which batches are visible to readers.
+	// committed is the offset below which batches are visible to readers:
+	// min(durable, hw). It never moves back.
 	committed atomic.Int64
-	// notify is closed and replaced whenever committed advances.
-	notify atomic.Pointer[chan struct{}]
+	// durable is the offset below which batches are durable (in a
+	// TableLog, covered by a commit round). It moves back only by
+	// Truncate, never below hw.
+	durable atomic.Int64
+	// hw is the high watermark: math.MaxInt64 in a log that is not
+	// replicated, so that committed is durable. It never moves back, and is
+	// at most durable.
+	hw atomic.Int64
+	// notify is closed and replaced whenever committed advances;
+	// notifyDurable whenever durable moves.
+	notify        atomic.Pointer[chan struct{}]
+	notifyDurable atomic.Pointer[chan struct{}]
 	// done is closed by Close, to release readers waiting on notify.
 	done chan struct{}
+
+	// cutMu keeps reads and Truncate apart: a Reader holds it shared while
+	// it reads, Truncate exclusively while it cuts (reader.go, replica.go).
+	cutMu sync.RWMutex
+	// cutGen counts the truncations by Truncate (len(mu.cuts)), so that
+	// a reader sees one without taking mu.
+	cutGen atomic.Int64
 
 	// sync serialises fsyncs of the active segment and carries the group
 	// commit of standalone logs.
@@ -74,15 +93,29 @@ type Log struct {
 		// badTail is the damage that ends the active segment, left in the
 		// file by a recovery that does not cut it (open); truncate cuts it.
 		badTail *CorruptionError
+		// epoch is the leader epoch Append stamps (BecomeLeader).
+		epoch int32
+		// epochs is the leader-epoch history of a replicated log
+		// (epochs.go), oldest first; nil otherwise.
+		epochs []EpochEntry
+		// cuts are the offsets Truncate cut the log to, in order.
+		cuts []int64
 	}
 }
 
 // Dir is the log's directory.
 func (l *Log) Dir() string { return l.dir }
 
-// Committed is the offset below which every row is visible to readers, and
-// durable with SyncAlways.
+// Committed is the offset below which every row is visible to readers:
+// durable with SyncAlways, and in a replicated log at most the high
+// watermark.
 func (l *Log) Committed() int64 { return l.committed.Load() }
+
+// Durable is the offset below which every batch is durable (per
+// Options.Sync; in a TableLog, covered by a commit round): what a
+// follower may fetch (NewReplicaReader). It is Committed in a log that is
+// not replicated.
+func (l *Log) Durable() int64 { return l.durable.Load() }
 
 // Start is the first offset still in the log (retention moves it up).
 func (l *Log) Start() int64 {
@@ -96,32 +129,59 @@ func (l *Log) Start() int64 {
 // that a commit between the read and the wait is not missed.
 func (l *Log) Notify() <-chan struct{} { return *l.notify.Load() }
 
+// NotifyDurable returns a channel closed the next time Durable moves (up
+// by a commit, or down by Truncate): a leader's fetch handler long-polls
+// on it. Take it before reading, as for Notify.
+func (l *Log) NotifyDurable() <-chan struct{} { return *l.notifyDurable.Load() }
+
 // Done is closed when the log is closed: no more data will come.
 func (l *Log) Done() <-chan struct{} { return l.done }
 
-func (l *Log) publish(committed int64) {
+// signal closes the channel ch holds and replaces it.
+func signal(ch *atomic.Pointer[chan struct{}]) {
+	c := make(chan struct{})
+	old := ch.Swap(&c)
+	close(*old)
+}
+
+// raise moves v up to x and reports whether it moved.
+func raise(v *atomic.Int64, x int64) bool {
+	for {
+		cur := v.Load()
+		if x <= cur {
+			return false
+		}
+		if v.CompareAndSwap(cur, x) {
+			return true
+		}
+	}
+}
+
+// publish makes the log durable up to offset d, and visible as far as the
+// high watermark lets it.
+func (l *Log) publish(d int64) {
 	// Invariant: committed <= written end. Only what was written can be
 	// made durable and visible.
 	if invariants.Enabled {
 		l.mu.Lock()
 		next := l.mu.next
 		l.mu.Unlock()
-		if committed > next {
-			invariants.Failf("committed <= written end", "publishing %d in %s, written up to %d", committed, l.dir, next)
+		if d > next {
+			invariants.Failf("committed <= written end", "publishing %d in %s, written up to %d", d, l.dir, next)
 		}
 	}
-	for {
-		cur := l.committed.Load()
-		if committed <= cur {
-			return
-		}
-		if l.committed.CompareAndSwap(cur, committed) {
-			break
-		}
+	if raise(&l.durable, d) {
+		signal(&l.notifyDurable)
 	}
-	ch := make(chan struct{})
-	old := l.notify.Swap(&ch)
-	close(*old)
+	l.refreshCommitted()
+}
+
+// refreshCommitted moves committed up to min(durable, hw) and wakes the
+// readers waiting on Notify.
+func (l *Log) refreshCommitted() {
+	if raise(&l.committed, min(l.durable.Load(), l.hw.Load())) {
+		signal(&l.notify)
+	}
 }
 
 // Append writes a batch and returns once it is durable (per Options.Sync)
@@ -168,27 +228,46 @@ func (l *Log) write(b Batch) (AppendResult, int64, error) {
 	if dup, ok, err := l.checkWriterLocked(b); err != nil || ok {
 		return dup, 0, err
 	}
-	ts := max(l.opts.Now().UnixMicro(), l.mu.lastTS)
-	if err := l.maybeRollLocked(int64(len(b)), ts); err != nil {
-		l.mu.err = err
-		return AppendResult{}, 0, err
+	if last := l.lastEpochLocked(); last > l.mu.epoch {
+		// A follower's log holds batches of a newer leader: stamping its
+		// own, older epoch after them would fork the history.
+		return AppendResult{}, 0, fmt.Errorf("append with leader epoch %d: the log holds epoch %d: %w", l.mu.epoch, last, ErrFencedEpoch)
 	}
 	base := l.mu.next
+	if err := l.noteEpochLocked(l.mu.epoch, base); err != nil {
+		return AppendResult{}, 0, fmt.Errorf("append: %w", err)
+	}
+	b.stamp(base, max(l.opts.Now().UnixMicro(), l.mu.lastTS), l.mu.epoch)
+	if err := l.storeLocked(b); err != nil {
+		return AppendResult{}, 0, err
+	}
+	return AppendResult{BaseOffset: base}, l.mu.next, nil
+}
+
+// storeLocked writes batch b, stamped, at the end of the log: the active
+// segment, rolled first when b would overflow it or it has grown old. An
+// I/O error is sticky (l.mu.err).
+func (l *Log) storeLocked(b Batch) error {
+	ts := b.CommitTimestamp()
+	if err := l.maybeRollLocked(int64(len(b)), ts); err != nil {
+		l.mu.err = err
+		return err
+	}
+	base := b.BaseOffset()
 	seg := l.mu.segments[len(l.mu.segments)-1]
 	// Invariant: offsets are dense and increasing. A batch's base offset is
 	// the log's end, where the active (unsealed) segment ends too.
-	if invariants.Enabled && (seg.next != base || seg.sealed) {
-		invariants.Failf("dense offsets", "batch at %d in %s, active segment %d ends at %d (sealed %t)",
-			base, l.dir, seg.base, seg.next, seg.sealed)
+	if invariants.Enabled && (seg.next != base || l.mu.next != base || seg.sealed) {
+		invariants.Failf("dense offsets", "batch at %d in %s, log ends at %d, active segment %d ends at %d (sealed %t)",
+			base, l.dir, l.mu.next, seg.base, seg.next, seg.sealed)
 	}
-	b.stamp(base, ts, l.opts.LeaderEpoch)
 	pos := seg.size
 	if _, err := seg.f.Write(b); err != nil {
 		// A short write leaves a torn tail in the file; the log refuses
 		// writes until reopened, when recovery cuts it, or until its
 		// TableLog repairs it (truncate).
 		l.mu.err = fmt.Errorf("write segment %s: %w", segmentName(seg.base, logSuffix), err)
-		return AppendResult{}, 0, l.mu.err
+		return l.mu.err
 	}
 	seg.size += int64(len(b))
 	seg.maybeIndexLocked(b, pos, l.opts.IndexIntervalBytes)
@@ -202,7 +281,7 @@ func (l *Log) write(b Batch) (AppendResult, int64, error) {
 	if id := b.WriterID(); id != 0 {
 		l.mu.writers[id] = writerState{seq: b.WriterSeq(), base: base, count: b.RecordCount()}
 	}
-	return AppendResult{BaseOffset: base}, l.mu.next, nil
+	return nil
 }
 
 // end is the offset after the log's last batch, committed or not.

@@ -3,9 +3,12 @@ package columnarlog
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path"
 	"sort"
+
+	"github.com/lakestream/lakestream/internal/invariants"
 )
 
 // Open opens the log in dir, creating it when missing, and recovers it: the
@@ -27,9 +30,20 @@ func open(dir string, opts Options, cutBadTail bool) (*Log, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("open log %s: %w", dir, err)
 	}
+	if opts.Replicated && cutBadTail {
+		return nil, fmt.Errorf("open log %s: a replicated log is a bucket of a TableLog", dir)
+	}
 	l := &Log{dir: dir, opts: opts, done: make(chan struct{})}
-	ch := make(chan struct{})
+	ch, dch := make(chan struct{}), make(chan struct{})
 	l.notify.Store(&ch)
+	l.notifyDurable.Store(&dch)
+	l.mu.epoch = opts.LeaderEpoch
+	// A standalone log shows what is durable. A TableLog's bucket shows
+	// nothing until the TableLog has recovered it (recoverBucket) and, in a
+	// replicated table, set its high watermark.
+	if cutBadTail {
+		l.hw.Store(math.MaxInt64)
+	}
 	if err := l.recover(cutBadTail); err != nil {
 		l.closeSegments()
 		return nil, fmt.Errorf("open log %s: %w", dir, err)
@@ -244,8 +258,21 @@ func (l *Log) installActiveLocked(a activeScan) {
 	l.mu.segments = append(l.mu.segments, s)
 	l.mu.writers = a.writers
 	l.mu.next = res.next
-	l.mu.lastTS = max(l.mu.lastTS, l.lastTimestampLocked())
-	l.committed.Store(res.next)
+	// The batches a truncation cut may be newer than those left, and a new
+	// leader's clock behind the old one's: commit timestamps go on from the
+	// batches left.
+	l.mu.lastTS = l.lastTimestampLocked()
+	// Invariant: committed never moves back. On open it starts at 0;
+	// truncate cuts no visible batch (TableLog.Truncate stays at or above
+	// the high watermark, a repair and recovery at or above the committed
+	// ends).
+	if invariants.Enabled && res.next < l.committed.Load() {
+		invariants.Failf("committed never moves back", "%s: cut to %d below the committed offset %d", l.dir, res.next, l.committed.Load())
+	}
+	if l.durable.Swap(res.next) != res.next {
+		signal(&l.notifyDurable)
+	}
+	l.committed.Store(min(res.next, l.hw.Load()))
 	l.sync.reset(res.next)
 }
 
@@ -273,6 +300,10 @@ func (l *Log) lastTimestampLocked() int64 {
 func (l *Log) truncate(to int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.truncateLocked(to)
+}
+
+func (l *Log) truncateLocked(to int64) error {
 	if to < l.mu.start || to > l.mu.next {
 		return fmt.Errorf("truncate to %d: the log holds [%d, %d): %w", to, l.mu.start, l.mu.next, ErrOffsetOutOfRange)
 	}
@@ -323,6 +354,10 @@ func (l *Log) truncate(to int64) error {
 	// left them otherwise is repaired.
 	l.mu.badTail, l.mu.err = nil, nil
 	l.checkSegmentsLocked()
+	// Epochs that started above to had no batch left.
+	if err := l.cutEpochsLocked(to, false); err != nil {
+		return fmt.Errorf("truncate to %d: %w", to, err)
+	}
 	return nil
 }
 
@@ -369,26 +404,35 @@ func (l *Log) cutFile(s *segment, pos int64) error {
 // reading headers from the nearest index entry. A bad header on the way is
 // a *CorruptionError.
 func (l *Log) positionOf(s *segment, offset int64) (int64, error) {
-	pos, next := l.seek(s, lookup(s.index, offset))
+	pos, next, err := l.walkTo(s, offset)
+	if err == nil && next != offset {
+		err = s.corrupt(pos, next, fmt.Errorf("%w: offset %d is not a batch boundary", ErrCorrupt, offset))
+	}
+	return pos, err
+}
+
+// walkTo reads the headers of segment s from the nearest index entry
+// before offset up to the first batch that does not start below it, and
+// returns its position and offset: offset itself if offset is a batch
+// boundary.
+func (l *Log) walkTo(s *segment, offset int64) (pos, next int64, err error) {
+	pos, next = l.seek(s, lookup(s.index, offset))
 	var buf [HeaderSize]byte
 	for next < offset {
 		b, bad, err := s.readHeader(&buf, pos)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		if bad == nil && b.BaseOffset() != next {
 			bad = fmt.Errorf("%w: base offset %d, want %d", ErrCorrupt, b.BaseOffset(), next)
 		}
 		if bad != nil {
-			return 0, s.corrupt(pos, next, bad)
+			return 0, 0, s.corrupt(pos, next, bad)
 		}
 		pos += int64(b.Size())
 		next = b.NextOffset()
 	}
-	if next != offset {
-		return 0, s.corrupt(pos, next, fmt.Errorf("%w: offset %d is not a batch boundary", ErrCorrupt, offset))
-	}
-	return pos, nil
+	return pos, next, nil
 }
 
 // removeSegmentLocked deletes a segment's files; open readers keep the log

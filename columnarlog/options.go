@@ -59,8 +59,16 @@ type Options struct {
 	Sync SyncPolicy
 	// MaxBatchBytes refuses larger batches. Default 256 MiB.
 	MaxBatchBytes int
-	// LeaderEpoch is stamped on every appended batch. Default 0.
+	// LeaderEpoch is stamped on every appended batch until Log.BecomeLeader
+	// changes it: the initial leader epoch. Default 0.
 	LeaderEpoch int32
+	// Replicated makes a TableLog a replica of a cluster's buckets
+	// (replica.go): each bucket keeps a leader-epoch history and a high
+	// watermark, readers see rows only up to the high watermark, and
+	// followers store the leader's batches with AppendReplica. Default
+	// false: a single node's table, whose high watermark is its committed
+	// end. Only OpenTable takes it.
+	Replicated bool
 	// Now is the clock for commit timestamps and segment age. Default time.Now.
 	Now func() time.Time
 	// Logger receives recovery and retention events. Default: discard.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 
 	"github.com/lakestream/lakestream/internal/invariants"
@@ -23,31 +24,76 @@ type Reader struct {
 	from int64
 	// chunk is the read size: one ReadAt usually brings several batches.
 	chunk int
+	// replica reads up to the durable end rather than the committed one.
+	replica bool
+	// gen is the number of the log's cuts (Truncate) the reader has seen;
+	// err, once a cut passed the reader, what Next returns.
+	gen int64
+	err error
 }
 
 // NewReader returns a reader whose first batch holds offset from. from must
 // lie in [Start, Committed]; at Committed the reader waits for new batches.
-func (l *Log) NewReader(from int64) (*Reader, error) {
+func (l *Log) NewReader(from int64) (*Reader, error) { return l.newReader(from, false) }
+
+// NewReplicaReader returns a reader of the batches up to the durable end
+// (Durable), above the high watermark too: what a follower fetches. from
+// must lie in [Start, Durable]. A Truncate that cuts the log below the
+// reader's next offset ends it with ErrTruncated.
+func (l *Log) NewReplicaReader(from int64) (*Reader, error) { return l.newReader(from, true) }
+
+func (l *Log) newReader(from int64, replica bool) (*Reader, error) {
 	l.mu.Lock()
 	if err := l.usableLocked(); err != nil && errors.Is(err, ErrClosed) {
 		l.mu.Unlock()
 		return nil, err
 	}
-	if from < l.mu.start || from > l.committed.Load() {
+	end := l.committed.Load()
+	if replica {
+		end = l.durable.Load()
+	}
+	if from < l.mu.start || from > end {
 		l.mu.Unlock()
 		return nil, fmt.Errorf("read from offset %d: log holds [%d, %d): %w",
-			from, l.mu.start, l.committed.Load(), ErrOffsetOutOfRange)
+			from, l.mu.start, end, ErrOffsetOutOfRange)
 	}
 	segs := l.mu.segments
 	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > from }) - 1
 	s := segs[max(i, 0)]
 	s.acquire()
 	e := lookup(s.index, from)
+	gen := int64(len(l.mu.cuts))
 	l.mu.Unlock()
 	// The segment is acquired: seek reads it without the log's lock.
-	r := &Reader{l: l, seg: s, from: from, chunk: 1 << 20}
+	r := &Reader{l: l, seg: s, from: from, chunk: 1 << 20, replica: replica, gen: gen}
 	r.pos, r.next = l.seek(s, e)
 	return r, nil
+}
+
+// limit is the offset the reader reads up to.
+func (r *Reader) limit() int64 {
+	if r.replica {
+		return r.l.Durable()
+	}
+	return r.l.Committed()
+}
+
+// checkCuts looks at the cuts made since the reader last looked: a cut
+// below its next offset ends it with ErrTruncated. A cut at or above it
+// leaves its position valid: the batches before a cut are not moved, and
+// the segment it reads is the same file.
+func (r *Reader) checkCuts() error {
+	if r.err != nil || r.l.cutGen.Load() == r.gen {
+		return r.err
+	}
+	r.l.mu.Lock()
+	defer r.l.mu.Unlock()
+	cuts := r.l.mu.cuts[r.gen:]
+	r.gen = int64(len(r.l.mu.cuts))
+	if low := slices.Min(cuts); r.next > low {
+		r.err = fmt.Errorf("read at offset %d: the log was truncated to %d: %w", r.next, low, ErrTruncated)
+	}
+	return r.err
 }
 
 // Close releases the reader's segment.
@@ -74,12 +120,20 @@ func (r *Reader) Close() error {
 // batches before it have been: a reader never returns a batch it has not
 // checked, nor stops short of the committed offset without an error. A
 // reader left behind by retention, its next offset deleted, returns
-// ErrOffsetOutOfRange.
+// ErrOffsetOutOfRange. A replica reader reads up to the durable offset
+// instead of the committed one; one whose next offset Truncate cut returns
+// ErrTruncated, then and after.
 func (r *Reader) Next(dst []byte, maxBytes int) ([]Batch, []byte, error) {
+	// No cut while the reader reads: a batch it reads is not cut under it.
+	r.l.cutMu.RLock()
+	defer r.l.cutMu.RUnlock()
+	if err := r.checkCuts(); err != nil {
+		return nil, dst, err
+	}
 	var out []Batch
 	start := len(dst)
 	for len(dst)-start < maxBytes {
-		committed := r.l.Committed()
+		committed := r.limit()
 		if r.next >= committed {
 			break
 		}

@@ -61,16 +61,18 @@ func (l *Log) ApplyRetention(p Retention) (int, error) {
 
 // Stats describes a log at one moment.
 type Stats struct {
-	Start, Committed, Next int64
-	Segments               int
-	Bytes                  int64
+	// Committed is what readers see; Durable, what is durable (above
+	// Committed only in a replicated log, up to its high watermark).
+	Start, Committed, Durable, Next int64
+	Segments                        int
+	Bytes                           int64
 }
 
 // Stats returns the log's offsets and size.
 func (l *Log) Stats() Stats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	st := Stats{Start: l.mu.start, Committed: l.committed.Load(), Next: l.mu.next, Segments: len(l.mu.segments)}
+	st := Stats{Start: l.mu.start, Committed: l.committed.Load(), Durable: l.durable.Load(), Next: l.mu.next, Segments: len(l.mu.segments)}
 	for _, s := range l.mu.segments {
 		st.Bytes += s.size
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"os"
 	"path"
 	"strconv"
@@ -89,17 +90,33 @@ type TableLog struct {
 	cfile vfs.File
 	csize int64
 
-	// ends are the bucket end offsets of the last published commit round,
-	// replaced (never modified) after each: a snapshot consistent across
-	// buckets.
+	// durable are the bucket end offsets of the last published commit
+	// round, replaced (never modified) after each: a snapshot consistent
+	// across buckets. Only Truncate moves one back.
+	durable atomic.Pointer[[]int64]
+	// ends are the ends visible to readers: durable, or in a replicated
+	// table each bucket's Committed (min(durable, high watermark)),
+	// replaced whenever one moves.
 	ends atomic.Pointer[[]int64]
+
+	// hmu orders the changes of a replicated table's high watermarks and
+	// of t.ends with them, and guards the checkpoint file.
+	hmu sync.Mutex
+	// checkpointed are the high watermarks the checkpoint file holds.
+	checkpointed []int64
 }
 
 // CommittedEnds returns every bucket's committed end offset as of the last
 // commit round: a write spanning several buckets is in it entirely or not
-// at all. Each value is at most that bucket's Committed. Callers must not
-// modify the slice.
+// at all. In a replicated table, each is its bucket's durable end capped by
+// its high watermark (SetHighWatermark), and moves with it. Each value is
+// at most that bucket's Committed. Callers must not modify the slice.
 func (t *TableLog) CommittedEnds() []int64 { return *t.ends.Load() }
+
+// DurableEnds returns every bucket's durable end as of the last commit
+// round: what followers may fetch. It is CommittedEnds in a table that is
+// not replicated. Callers must not modify the slice.
+func (t *TableLog) DurableEnds() []int64 { return *t.durable.Load() }
 
 // Err reports why the log refuses writes, nil while it accepts them: a
 // write that failed part-way, or a commit round whose sync failed. The next
@@ -173,7 +190,13 @@ func (t *TableLog) open(n int) error {
 			return err
 		}
 	}
+	t.durable.Store(&ends)
 	t.ends.Store(&ends)
+	if t.opts.Replicated {
+		if err := t.openReplicated(); err != nil {
+			return err
+		}
+	}
 	t.written = append([]int64(nil), ends...)
 	return t.rewriteCommitFile(0, ends)
 }
@@ -237,7 +260,11 @@ func (t *TableLog) recoverBucket(b int, l *Log, end int64) error {
 			invariants.Failf("recovered end == committed end", "bucket %d ends at %d, committed end %d", b, next, end)
 		}
 	}
-	l.committed.Store(end)
+	if !t.opts.Replicated {
+		l.hw.Store(math.MaxInt64)
+	}
+	l.durable.Store(end)
+	l.committed.Store(min(end, l.hw.Load()))
 	return nil
 }
 
@@ -347,7 +374,7 @@ func (t *TableLog) repairLocked() error {
 	if n := t.inflight.Load(); n > 0 {
 		return fmt.Errorf("%w (not repaired yet: %d writes it failed are still returning)", t.err, n)
 	}
-	ends := t.CommittedEnds()
+	ends := t.DurableEnds()
 	if err := t.rewriteCommitFile(t.seq, ends); err != nil {
 		return fmt.Errorf("%w (repair: %w)", t.err, err)
 	}
@@ -374,6 +401,11 @@ func (t *TableLog) checkWritersLocked(parts [][]Batch) (res [][]AppendResult, du
 		res[b] = make([]AppendResult, len(part))
 		l := t.buckets[b]
 		l.mu.Lock()
+		if last := l.lastEpochLocked(); len(part) > 0 && last > l.mu.epoch {
+			// Refused before anything is written (Log.write checks it too).
+			l.mu.Unlock()
+			return nil, 0, 0, fmt.Errorf("bucket %d: append with leader epoch %d: the log holds epoch %d: %w", b, l.mu.epoch, last, ErrFencedEpoch)
+		}
 		for i, p := range part {
 			r, dup, err := l.checkWriterLocked(p)
 			if err != nil {
@@ -399,11 +431,14 @@ func (t *TableLog) commitRound() (int64, error) {
 	ends := append([]int64(nil), t.written...)
 	t.wmu.Unlock()
 
-	// Invariant: committed ends never move back. Rounds run one at a time
-	// (groupCommit), and each starts from what the writes before it left.
+	// Invariant: committed ends never move back, but by Truncate, which
+	// never cuts below the high watermark (the visible end). Rounds run one
+	// at a time (groupCommit), and each starts from what the writes before
+	// it left, or the cut that Truncate made with no round in flight.
 	if invariants.Enabled {
-		for b, prev := range t.CommittedEnds() {
-			if ends[b] < prev {
+		durable, visible := t.DurableEnds(), t.CommittedEnds()
+		for b := range ends {
+			if prev := max(durable[b], visible[b]); ends[b] < prev {
 				invariants.Failf("committed ends never move back", "round %d: bucket %d end %d below %d", seq, b, ends[b], prev)
 			}
 		}
@@ -421,7 +456,10 @@ func (t *TableLog) commitRound() (int64, error) {
 	for b, l := range t.buckets {
 		l.publish(ends[b])
 	}
-	t.ends.Store(&ends)
+	t.durable.Store(&ends)
+	if !t.opts.Replicated {
+		t.ends.Store(&ends)
+	}
 	return seq, nil
 }
 
@@ -444,7 +482,7 @@ func (t *TableLog) syncBuckets(ends []int64, also func() error) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(t.buckets)+1)
 	for b, l := range t.buckets {
-		if ends[b] <= l.Committed() {
+		if ends[b] <= l.Durable() {
 			continue
 		}
 		wg.Add(1)
@@ -612,8 +650,11 @@ func (t *TableLog) Close() error {
 	var err error
 	if werr == nil && seq > 0 { // seq 0: the file holds the one record open wrote
 		if err = t.commit.wait(seq, t.commitRound); err == nil {
-			err = t.rewriteCommitFile(seq, t.CommittedEnds())
+			err = t.rewriteCommitFile(seq, t.DurableEnds())
 		}
+	}
+	if t.opts.Replicated && !errors.Is(werr, ErrClosed) {
+		err = errors.Join(err, t.CheckpointHighWatermarks())
 	}
 	return errors.Join(err, t.closeAll())
 }
