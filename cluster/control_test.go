@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"log/slog"
 	"slices"
 	"sync"
 	"testing"
@@ -55,7 +54,7 @@ func TestFailoverKeepsAcknowledgedWrites(t *testing.T) {
 	start := func(id string) context.CancelFunc {
 		h := store.Handle()
 		r, err := NewReplicas(Config{NodeID: id, ReplicaLagMax: 500 * time.Millisecond, FetchMaxWait: 50 * time.Millisecond,
-			RetryBackoff: 5 * time.Millisecond, RetryBackoffMax: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)}, tr, StoreISRChange(h, id))
+			RetryBackoff: 5 * time.Millisecond, RetryBackoffMax: 20 * time.Millisecond, Logger: testLogger}, tr, StoreISRChange(h, id))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +67,7 @@ func TestFailoverKeepsAcknowledgedWrites(t *testing.T) {
 		tr.mu.Unlock()
 		nodes[id] = r
 		nctx, stop := context.WithCancel(ctx)
-		ctl := &Controller{Self: id, Store: h, Alive: live.alive, LeaseTTL: time.Second, Every: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)}
+		ctl := &Controller{Self: id, Store: h, Alive: live.alive, LeaseTTL: time.Second, Every: 20 * time.Millisecond, Logger: testLogger}
 		var wg sync.WaitGroup
 		wg.Add(2)
 		go func() { defer wg.Done(); ctl.Run(nctx) }()

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -14,10 +13,6 @@ type Transport interface {
 	Fetch(ctx context.Context, leaderAddr string, q FetchRequest) (FetchResponse, error)
 	EndForEpoch(ctx context.Context, leaderAddr string, q EpochRequest) (EpochResponse, error)
 }
-
-// errStaleView ends a follower loop whose view of the bucket is older than
-// the leader's: the node refreshes its assignments and starts anew.
-var errStaleView = errors.New("the bucket's leadership changed")
 
 // follower copies one bucket's log from its leader.
 type follower struct {
@@ -31,8 +26,12 @@ type follower struct {
 	logger     *slog.Logger
 }
 
-// run reconciles the log with the leader's epoch history, then fetches
-// until ctx ends or the leader says the view is stale.
+// run reconciles the log with the leader's epoch history, then fetches,
+// until ctx ends: the node ends the loop when it applies another
+// assignment. A refusal — the node asked does not lead at this epoch, or
+// not yet — is retried with backoff like a failed call: either that node
+// has not applied the election yet, or a newer assignment is in the store
+// and will replace this loop.
 func (f *follower) run(ctx context.Context) error {
 	backoff := f.cfg.RetryBackoff
 	for ctx.Err() == nil {
@@ -40,10 +39,14 @@ func (f *follower) run(ctx context.Context) error {
 		if err == nil {
 			err = f.fetchLoop(ctx)
 		}
-		if errors.Is(err, errStaleView) || ctx.Err() != nil {
-			return err
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
-		f.logger.Warn("replica fetch", "bucket", f.ref.String(), "leader", f.leaderAddr, "error", err)
+		level := slog.LevelDebug
+		if backoff >= f.cfg.RetryBackoffMax {
+			level = slog.LevelWarn // failing for a while, not a blip
+		}
+		f.logger.Log(ctx, level, "replica fetch", "bucket", f.ref.String(), "leader", f.leaderAddr, "error", err)
 		select {
 		case <-ctx.Done():
 		case <-time.After(backoff):
@@ -108,18 +111,10 @@ func (f *follower) fetchLoop(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// check turns a response's code into what the follower does next.
+// check turns a response's code into an error to retry after.
 func (f *follower) check(code Code, epoch int32, msg string) error {
-	switch code {
-	case CodeOK:
+	if code == CodeOK {
 		return nil
-	case CodeFencedEpoch, CodeNotLeader:
-		return fmt.Errorf("%w: %s from the leader at epoch %d (%s)", errStaleView, code, epoch, msg)
-	case CodeOutOfRange:
-		// Our end is past the leader's (a tail it never had that
-		// reconcile did not find) or below its retained log.
-		return fmt.Errorf("%s: %s", code, msg)
-	default:
-		return fmt.Errorf("%s: %s", code, msg)
 	}
+	return fmt.Errorf("%s from the node asked (at epoch %d, ours %d): %s", code, epoch, f.epoch, msg)
 }

@@ -223,7 +223,15 @@ func (d *directTransport) Fetch(ctx context.Context, addr string, q FetchRequest
 	if err != nil {
 		return FetchResponse{}, err
 	}
-	resp := r.fetch(ctx, q)
+	// Like a gRPC call, the caller's context ends the wait.
+	done := make(chan FetchResponse, 1)
+	go func() { done <- r.fetch(ctx, q) }()
+	var resp FetchResponse
+	select {
+	case resp = <-done:
+	case <-ctx.Done():
+		return FetchResponse{}, ctx.Err()
+	}
 	if _, err := d.node(addr); err != nil {
 		return FetchResponse{}, err // cut while the fetch waited: the answer is lost
 	}

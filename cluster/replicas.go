@@ -36,10 +36,14 @@ type Replicas struct {
 	}
 }
 
-// replica is one bucket's log on this node and its current role.
+// replica is one bucket's log on this node and its current role. Its own
+// lock orders role changes, so that one bucket's election does not hold up
+// the others' fetches and writes; Replicas.mu guards only the map.
 type replica struct {
-	ref     BucketRef
-	log     Log
+	ref BucketRef
+	log Log
+
+	mu      sync.Mutex
 	role    Assignment // the assignment applied last
 	applied bool       // whether any was
 	lead    *leader    // set while the node leads
@@ -80,7 +84,9 @@ func (r *Replicas) Remove(ref BucketRef) {
 	delete(r.mu.buckets, ref)
 	r.mu.Unlock()
 	if rep != nil {
-		rep.stopRole()
+		rep.mu.Lock()
+		rep.stopRoleLocked()
+		rep.mu.Unlock()
 	}
 }
 
@@ -95,11 +101,13 @@ func (r *Replicas) Close() {
 	r.mu.buckets = map[BucketRef]*replica{}
 	r.mu.Unlock()
 	for _, rep := range reps {
-		rep.stopRole()
+		rep.mu.Lock()
+		rep.stopRoleLocked()
+		rep.mu.Unlock()
 	}
 }
 
-func (rep *replica) stopRole() {
+func (rep *replica) stopRoleLocked() {
 	if rep.lead != nil {
 		rep.lead.depose()
 	}
@@ -114,11 +122,13 @@ func (rep *replica) stopRole() {
 // stale and ignored; one at the same epoch only updates the in-sync set.
 func (r *Replicas) Apply(a Assignment) error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	rep := r.mu.buckets[a.Ref]
+	r.mu.Unlock()
 	if rep == nil {
 		return fmt.Errorf("%s: no replica on this node", a.Ref)
 	}
+	rep.mu.Lock()
+	defer rep.mu.Unlock()
 	cur := rep.role
 	switch {
 	case !rep.applied:
@@ -131,7 +141,7 @@ func (r *Replicas) Apply(a Assignment) error {
 		}
 		return nil
 	}
-	rep.stopRole()
+	rep.stopRoleLocked()
 	rep.role, rep.applied = a, true
 	switch a.Leader {
 	case r.cfg.NodeID:
@@ -199,27 +209,36 @@ func (r *Replicas) propose(ctx context.Context, l *leader, epoch int32, isr []st
 	l.setISR(epoch, isr)
 }
 
-// followLocked starts the follower's loop.
+// followLocked starts the follower's loop; with the leader's address not
+// known yet it waits for an assignment that has it.
 func (r *Replicas) followLocked(rep *replica, a Assignment) {
+	if a.LeaderAddr == "" {
+		return
+	}
 	f := &follower{self: r.cfg.NodeID, ref: a.Ref, log: rep.log, epoch: a.Epoch, leaderAddr: a.LeaderAddr, tr: r.tr, cfg: r.cfg, logger: r.cfg.Logger}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := f.run(ctx); err != nil && ctx.Err() == nil {
-			r.cfg.Logger.Info("replica follower stopped", "bucket", a.Ref.String(), "reason", err)
-		}
+		f.run(ctx)
 	}()
 	rep.stop = func() { cancel(); <-done }
 }
 
 // leaderOf is the bucket's leader state when this node leads it.
+// An unknown bucket, or one without an assignment yet, has the role of
+// epoch -1, so that every request to it is of an unknown epoch.
 func (r *Replicas) leaderOf(ref BucketRef) (*replica, *leader, Assignment) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	rep := r.mu.buckets[ref]
+	r.mu.Unlock()
 	if rep == nil {
-		return nil, nil, Assignment{}
+		return nil, nil, Assignment{Epoch: -1}
+	}
+	rep.mu.Lock()
+	defer rep.mu.Unlock()
+	if !rep.applied {
+		return rep, nil, Assignment{Epoch: -1}
 	}
 	return rep, rep.lead, rep.role
 }
@@ -299,15 +318,17 @@ func (r *Replicas) endForEpoch(q EpochRequest) EpochResponse {
 	return EpochResponse{Code: CodeOK, Epoch: role.Epoch, FoundEpoch: found, EndOffset: end}
 }
 
-// fence checks a request's epoch against the leader's.
+// fence checks a request's epoch against the one this node applied last.
+// A newer one is unknown here (the node has not applied the election
+// yet: ask again), whatever its role.
 func fence(l *leader, role Assignment, epoch int32) (Code, string) {
 	switch {
+	case epoch > role.Epoch:
+		return CodeUnknownEpoch, fmt.Sprintf("epoch %d is newer than the %d this node knows", epoch, role.Epoch)
 	case l == nil:
 		return CodeNotLeader, fmt.Sprintf("this node does not lead the bucket (leader %q at epoch %d)", role.Leader, role.Epoch)
 	case epoch < role.Epoch:
 		return CodeFencedEpoch, fmt.Sprintf("epoch %d is older than the leader's %d", epoch, role.Epoch)
-	case epoch > role.Epoch:
-		return CodeUnknownEpoch, fmt.Sprintf("epoch %d is newer than the leader's %d", epoch, role.Epoch)
 	}
 	return CodeOK, ""
 }
