@@ -15,6 +15,9 @@
 //     "lakestream.tiered-offsets") in one Iceberg commit. After a crash the
 //     offsets are read back from the table: files written by an uncommitted
 //     round are orphans, never rows.
+//     A partition's files are in a directory whose name reads the same
+//     taken as written or URL-decoded (lakepath.go), so that every reader
+//     finds a file where its manifest entry says.
 //   - A primary-key table's round (pkround.go) tiers one published state
 //     of the table whole: its change records as data files, plus position
 //     delete files that hide every row but each live key's current one, in

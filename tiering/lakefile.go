@@ -407,7 +407,7 @@ func (w *lakeWriter) file(vals []any) (*lakeFile, error) {
 	for i, v := range vals {
 		rec[i] = v
 	}
-	dir := w.spec.PartitionToPath(rec, w.tbl.Schema())
+	dir := partitionDir(w.spec, rec, w.tbl.Schema())
 	w.count++
 	name := fmt.Sprintf("%s-%05d.parquet", w.prefix, w.count)
 	p := w.loc.NewDataLocation(path.Join(dir, name))

@@ -214,7 +214,7 @@ func (w *lakeWriter) writeDeleteFile(paths []string, targets map[string][]int64,
 	for i, f := range w.fields {
 		vals[i] = values[f.id]
 	}
-	dir := w.spec.PartitionToPath(vals, w.tbl.Schema())
+	dir := partitionDir(w.spec, vals, w.tbl.Schema())
 	w.count++
 	p := w.loc.NewDataLocation(path.Join(dir, fmt.Sprintf("%s-%05d-deletes.parquet", w.prefix, w.count)))
 	out, err := w.fs.Create(p)

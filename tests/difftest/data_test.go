@@ -43,6 +43,10 @@ type tableSpec struct {
 	// the first addColumnAt rows, then adds the column with ALTER TABLE
 	// and writes the rest: older batches read the new column as NULL.
 	addColumnAt int
+	// key, when set, is the primary key, and partitionedBy the PARTITIONED
+	// BY list (pkdata_test.go); the reference declares neither.
+	key           []string
+	partitionedBy string
 }
 
 type colSpec struct {
@@ -63,7 +67,8 @@ func (t *tableSpec) ref() string {
 	return quoteIdent(t.db) + "." + quoteIdent(t.name)
 }
 
-// ddl is the CREATE TABLE statement; lake adds the WITH clause. Column names
+// ddl is the CREATE TABLE statement; lake adds the primary key, the
+// partitioning and the WITH clause. Column names
 // are always quoted, so "Mixed Case" and "select" go through quoted DDL.
 func (t *tableSpec) ddl(lake bool) string {
 	var cols []string
@@ -74,7 +79,17 @@ func (t *tableSpec) ddl(lake bool) string {
 		}
 		cols = append(cols, s)
 	}
+	if lake && len(t.key) > 0 {
+		key := make([]string, len(t.key))
+		for i, k := range t.key {
+			key[i] = quoteIdent(k)
+		}
+		cols = append(cols, "PRIMARY KEY ("+strings.Join(key, ", ")+")")
+	}
 	sql := fmt.Sprintf("CREATE TABLE %s (%s)", t.ref(), strings.Join(cols, ", "))
+	if lake && t.partitionedBy != "" {
+		sql += " PARTITIONED BY (" + t.partitionedBy + ")"
+	}
 	if lake && t.with != "" {
 		sql += " WITH (" + t.with + ")"
 	}

@@ -20,6 +20,11 @@
 //	                   append to an unrelated table
 //	tiering_test.go    TestCorpusWhileTiering: the corpus over tables that
 //	                   tier into Iceberg while rounds and maintenance run
+//	pkdata_test.go     the data set as primary-key tables: workloads of
+//	                   upserts, partial updates, overwrites and deletes,
+//	                   and their model
+//	pklake_test.go     TestCorpusPrimaryKeysLakeAndLog: the corpus over
+//	                   primary-key tables split between lake and log tail
 //	sanity_test.go     the comparer must report deliberate differences
 //
 // A failing query prints "MISMATCH <file>:<line>" with the differing rows;
@@ -142,26 +147,32 @@ func openFixtureWith(ctx context.Context, only map[string]bool, lake lakeHook) (
 		if err := loadLake(ctx, f.store, t); err != nil {
 			return nil, fmt.Errorf("load lakestream: %w", err)
 		}
-		tbl, err := f.store.Get(ctx, t.db, t.name)
-		if err != nil {
+		if err := f.loadReference(ctx, t); err != nil {
 			return nil, err
-		}
-		if err := loadRef(f.ref, t, tbl.Schema()); err != nil {
-			return nil, fmt.Errorf("load reference: %w", err)
-		}
-		if t.db == "" {
-			// Lakestream's default database is "default": the reference
-			// answers "default".t too.
-			view := fmt.Sprintf(`CREATE VIEW "default".%s AS SELECT * FROM main.%s`, quoteIdent(t.name), quoteIdent(t.name))
-			if err := f.ref.exec(view); err != nil {
-				return nil, err
-			}
 		}
 	}
 	if f.eng, err = duck.New(res, duck.Options{}); err != nil {
 		return nil, err
 	}
 	return f, nil
+}
+
+// loadReference creates t in the reference, of the schema t has in
+// Lakestream, with t.rows.
+func (f *fixture) loadReference(ctx context.Context, t *tableSpec) error {
+	tbl, err := f.store.Get(ctx, t.db, t.name)
+	if err != nil {
+		return err
+	}
+	if err := loadRef(f.ref, t, tbl.Schema()); err != nil {
+		return fmt.Errorf("load reference: %w", err)
+	}
+	if t.db != "" {
+		return nil
+	}
+	// Lakestream's default database is "default": the reference answers
+	// "default".t too.
+	return f.ref.exec(fmt.Sprintf(`CREATE VIEW "default".%s AS SELECT * FROM main.%s`, quoteIdent(t.name), quoteIdent(t.name)))
 }
 
 func (f *fixture) createDatabases(ctx context.Context) error {

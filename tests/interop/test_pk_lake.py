@@ -204,7 +204,7 @@ def state_diff(got_rows, want, key, what):
 
 # ---------------------------------------------------------------- random writes
 
-REGIONS = ["eu", "us", "ap", "mars", "ünï"]
+REGIONS = ["eu", "us", "ap", "mars", "ünï", "ü", "a b/c", "%"]
 
 
 def rnd_val(rng, col, null_rate=0.1):
@@ -525,7 +525,8 @@ CASES = {
         "lr", "CREATE TABLE lr (region VARCHAR, id BIGINT, amount DOUBLE, n BIGINT, s VARCHAR, "
               "PRIMARY KEY (region, id)) PARTITIONED BY (region) "
               f"WITH ('bucket.num'='3', 'bucket.key'='id', {LAKE_OPTS})",
-        ["region", "id", "amount", "n", "s"], ["region", "id"], keys=200, key_regions=["eu", "us", "ap"]),
+        # Partition values that need URL escaping in a path (docs/lake.md, "Paths").
+        ["region", "id", "amount", "n", "s"], ["region", "id"], keys=200, key_regions=["eu", "ü", "a b/c", "%"]),
     "aggregation_sum": lambda: Case(
         "ag", "CREATE TABLE ag (id BIGINT, total DOUBLE, n BIGINT, region VARCHAR, PRIMARY KEY (id)) "
               "WITH ('bucket.num'='2', 'merge-engine'='aggregation', 'fields.total.agg'='sum', "
