@@ -46,6 +46,16 @@ type Maintenance struct {
 	// OrphanEveryRounds looks for orphan files after this many rounds.
 	// Default 50.
 	OrphanEveryRounds int
+	// PKDeletedShare rewrites a primary-key table's data file whose newest
+	// commit is older than the table's log.retention, applying its position
+	// deletes, once this share of its rows or more is deleted (and one row
+	// at least). Default 0: any deleted row, so that the lake's old files carry no deletes — an
+	// engine reading a file that has deletes may pay for every row of it
+	// (pyiceberg 0.12 does, docs/benchmarks.md "Primary-key tables in the
+	// lake"). A higher share rewrites less often (an old lake updated at
+	// random keys is rewritten at each pass with 0) and leaves readers more
+	// deletes to apply. Values below 0 are 0, above 1 are 1.
+	PKDeletedShare float64
 }
 
 func (m *Maintenance) ensureDefaults() {
@@ -70,6 +80,7 @@ func (m *Maintenance) ensureDefaults() {
 	if m.OrphanEveryRounds <= 0 {
 		m.OrphanEveryRounds = 50
 	}
+	m.PKDeletedShare = min(max(m.PKDeletedShare, 0), 1)
 }
 
 // MaintenanceResult says what one maintenance pass did.

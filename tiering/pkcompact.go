@@ -7,6 +7,9 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
@@ -15,19 +18,15 @@ import (
 )
 
 // Compaction of a primary-key table (docs/lake.md, "Maintenance") applies
-// the position deletes: it rewrites data files whose rows are mostly
-// deleted, the files of a partition with many delete files, and a
-// partition's small files, keeping only the rows live in the lake's state
-// (the row maps keep the kept rows' runs), and removes the delete files
-// none of whose data files remain. Dropping the deleted rows collapses the
-// changelog those files held (the history hand-off then starts above it),
-// so only files whose newest commit is older than the table's
-// log.retention are rewritten: what a subscription may still need from
-// there on is in the log.
-
-// pkCompactDeletedShare rewrites a file once this share of its rows (or
-// more) is deleted.
-const pkCompactDeletedShare = 0.5
+// the position deletes: it rewrites the data files with deleted rows (any,
+// by default: Maintenance.PKDeletedShare), the files of a partition with
+// many delete files, and a partition's small files, keeping only the rows
+// live in the lake's state (the row maps keep the kept rows' runs), and
+// removes the delete files none of whose data files remain. Dropping the
+// deleted rows collapses the changelog those files held (the history
+// hand-off then starts above it), so only files whose newest commit is
+// older than the table's log.retention are rewritten: what a subscription
+// may still need from there on is in the log.
 
 // compactPK compacts a primary-key table's lake, in one replace commit
 // that keeps the lake's state (and the tiered offsets) as they are, and
@@ -99,9 +98,10 @@ func (s *Service) compactPK(ctx context.Context, lt *lakeTable, st *lakeState, m
 
 // pickPKCompaction returns, per partition, the data files to rewrite:
 // of the files whose newest commit is before cutoff (unix micros), those
-// with pkCompactDeletedShare of their rows deleted; those with deleted
-// rows in a partition with CompactMinFiles delete files or more; and a
-// partition's small files once it has CompactMinFiles of them.
+// with a deleted row and PKDeletedShare of their rows deleted or more;
+// those with deleted rows in a partition with CompactMinFiles delete files
+// or more; and a partition's small files once it has CompactMinFiles of
+// them.
 func (s *Service) pickPKCompaction(pk *pkLake, m Maintenance, cutoff int64) [][]*pkFile {
 	type cand struct {
 		f       *pkFile
@@ -147,7 +147,7 @@ func (s *Service) pickPKCompaction(pk *pkLake, m Maintenance, cutoff int64) [][]
 		for _, c := range cands {
 			rows := c.f.rows.rows()
 			switch {
-			case float64(c.deleted) >= pkCompactDeletedShare*float64(rows),
+			case c.deleted > 0 && float64(c.deleted) >= m.PKDeletedShare*float64(rows),
 				many && c.deleted > 0,
 				small >= m.CompactMinFiles && c.f.df.FileSizeBytes() < m.CompactSmallBytes:
 				group = append(group, c.f)
@@ -182,7 +182,9 @@ func partitionKeyOf(df iceberg.DataFile) string {
 }
 
 // copyLiveRows writes to w the rows of data file f that are live in state,
-// in f's partition, with their runs.
+// in f's partition, with their runs. Each decoded batch is filtered once
+// (a file with deletes spread over it would otherwise be written in
+// ranges of a few rows, each a Parquet write and a row-map slice).
 func (s *Service) copyLiveRows(ctx context.Context, fs icebergio.IO, w *lakeWriter, f *pkFile, state tables.PKState) error {
 	df, m := f.df, f.rows
 	part := df.Partition()
@@ -190,17 +192,7 @@ func (s *Service) copyLiveRows(ctx context.Context, fs icebergio.IO, w *lakeWrit
 	for i, pf := range w.fields {
 		vals[i] = part[pf.id]
 	}
-	// keep[i] is whether file row i is kept.
-	keep := make([]bool, m.rows())
-	var row int64
-	for _, r := range m {
-		if isState(r.change) {
-			for k := range r.rows {
-				keep[row+k] = state.Live(int(r.bucket), r.offset+k)
-			}
-		}
-		row += r.rows
-	}
+	keep, kept := liveRows(m, state)
 	pr, ar, err := openParquet(fs, df.FilePath(), s.cfg.Mem)
 	if err != nil {
 		return err
@@ -211,33 +203,16 @@ func (s *Service) copyLiveRows(ctx context.Context, fs icebergio.IO, w *lakeWrit
 		return fmt.Errorf("read lake file %s: %w", df.FilePath(), err)
 	}
 	defer rr.Release()
+	cur := runCursor{m: kept}
 	var at int64
 	for rr.Next() {
-		rec, err := conformLakeRecord(rr.RecordBatch(), w.schema, s.cfg.Mem)
-		if err != nil {
-			return fmt.Errorf("read lake file %s: %w", df.FilePath(), err)
-		}
-		n := rec.NumRows()
+		n := rr.RecordBatch().NumRows()
 		if at+n > int64(len(keep)) {
-			rec.Release()
 			return fmt.Errorf("lake file %s: more rows than its row map's %d", df.FilePath(), len(keep))
 		}
-		for i := int64(0); i < n; {
-			if !keep[at+i] {
-				i++
-				continue
-			}
-			j := i + 1
-			for j < n && keep[at+j] {
-				j++
-			}
-			if err := w.writeRange(rec, m.slice(at+i, at+j), int(i), int(j), vals); err != nil {
-				rec.Release()
-				return err
-			}
-			i = j
+		if err := s.copyKept(ctx, w, rr.RecordBatch(), keep[at:at+n], &cur, vals); err != nil {
+			return fmt.Errorf("rewrite lake file %s: %w", df.FilePath(), err)
 		}
-		rec.Release()
 		at += n
 	}
 	if err := rr.Err(); err != nil {
@@ -247,6 +222,82 @@ func (s *Service) copyLiveRows(ctx context.Context, fs icebergio.IO, w *lakeWrit
 		return fmt.Errorf("lake file %s: read %d rows, its row map has %d", df.FilePath(), at, m.rows())
 	}
 	return nil
+}
+
+// liveRows returns, for the rows a row map describes, whether each is live
+// in state, and the runs of the live ones.
+func liveRows(m rowMap, state tables.PKState) ([]bool, rowMap) {
+	keep := make([]bool, m.rows())
+	var kept rowMap
+	var row int64
+	for _, r := range m {
+		if isState(r.change) {
+			for k := range r.rows {
+				if state.Live(int(r.bucket), r.offset+k) {
+					keep[row+k] = true
+					kept = kept.add(run{bucket: r.bucket, offset: r.offset + k, rows: 1, commit: r.commit, change: r.change})
+				}
+			}
+		}
+		row += r.rows
+	}
+	return keep, kept
+}
+
+// copyKept writes the rows of rec that keep marks, with the next runs of
+// cur.
+func (s *Service) copyKept(ctx context.Context, w *lakeWriter, raw arrow.RecordBatch, keep []bool, cur *runCursor, vals []any) error {
+	var n int
+	for _, k := range keep {
+		if k {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	rec, err := conformLakeRecord(raw, w.schema, s.cfg.Mem)
+	if err != nil {
+		return err
+	}
+	defer rec.Release()
+	if n < len(keep) {
+		b := array.NewBooleanBuilder(s.cfg.Mem)
+		b.AppendValues(keep, nil)
+		mask := b.NewBooleanArray()
+		b.Release()
+		defer mask.Release()
+		filtered, err := compute.FilterRecordBatch(compute.WithAllocator(ctx, s.cfg.Mem), rec, mask, compute.DefaultFilterOptions())
+		if err != nil {
+			return err
+		}
+		defer filtered.Release()
+		rec = filtered
+	}
+	return w.writeRange(rec, cur.next(int64(n)), 0, n, vals)
+}
+
+// runCursor hands out the runs of a row map in order, n rows at a time.
+type runCursor struct {
+	m    rowMap
+	i    int   // the run the next row is in
+	used int64 // rows of m[i] handed out
+}
+
+// next returns the runs of the next n rows (fewer at the end of m).
+func (c *runCursor) next(n int64) rowMap {
+	var out rowMap
+	for n > 0 && c.i < len(c.m) {
+		r := c.m[c.i]
+		take := min(n, r.rows-c.used)
+		out = append(out, run{bucket: r.bucket, offset: r.offset + c.used, rows: take, commit: r.commit, change: r.change})
+		c.used += take
+		n -= take
+		if c.used == r.rows {
+			c.i, c.used = c.i+1, 0
+		}
+	}
+	return out
 }
 
 // withCompaction returns the pkLake after a compaction: the data files

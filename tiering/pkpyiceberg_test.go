@@ -3,6 +3,7 @@ package tiering
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os/exec"
 	"path/filepath"
@@ -46,23 +47,77 @@ func TestPKPyicebergReadsTheState(t *testing.T) {
 		t.Fatalf("maintenance merged %d data files: %v", res.FilesCompacted, err)
 	}
 	e.checkLake("kv", m, "after merging data files")
+	if got, deleted := pyicebergRead(t, py, e.dir, "kv"); !maps.Equal(got, m) {
+		t.Fatalf("pyiceberg reads %s, want %s", describe(got), describe(m))
+	} else if deleted == 0 {
+		t.Fatal("pyiceberg planned no data file with deletes: the test did not test them")
+	}
+}
+
+// Once the files are older than log.retention, a maintenance pass applies
+// every position delete (docs/lake.md, "Maintenance"): pyiceberg then
+// plans no data file with a delete file (each would cost it about 1 µs a
+// row, docs/benchmarks.md) and still reads the state.
+func TestPKPyicebergReadsCompactedLakeWithoutDeletes(t *testing.T) {
+	py := filepath.Join(repoRoot(t), ".venv", "bin", "python")
+	requireTool(t, py, "run `make venv` to install pyiceberg into .venv")
+	e := newLakeEnv(t, Config{Maintenance: Maintenance{CompactMinFiles: 8, CompactSmallBytes: 1}})
+	e.exec(fmt.Sprintf(createTierKV, 3, ", 'log.retention'='1ms'"))
+	m := pkModel{}
+	e.upsert("kv", m, ids(0, 300), 1, "a")
+	e.round("kv")
+	// A few keys of every file updated or deleted: each keeps most rows.
+	e.upsert("kv", m, []int64{3, 100, 200, 299}, 2, "b")
+	e.remove("kv", m, []int64{7, 150})
+	e.round("kv")
+	if _, deleted := pyicebergRead(t, py, e.dir, "kv"); deleted == 0 {
+		t.Fatal("no data file with deletes before maintenance")
+	}
+	res, err := e.svc.Maintain(context.Background(), e.table("kv").Def().ID, false)
+	if err != nil || res.FilesCompacted == 0 {
+		t.Fatalf("maintenance compacted %d files: %v", res.FilesCompacted, err)
+	}
+	got, deleted := pyicebergRead(t, py, e.dir, "kv")
+	if deleted != 0 {
+		t.Fatalf("pyiceberg plans %d data files with deletes after maintenance, want 0", deleted)
+	}
+	if !maps.Equal(got, m) {
+		t.Fatalf("pyiceberg reads %s, want %s", describe(got), describe(m))
+	}
+	e.checkLake("kv", m, "after maintenance")
+	e.checkPKLake("kv", "after maintenance")
+}
+
+// pyicebergRead reads table default.name of the SQL catalog in dir with
+// pyiceberg's scan().to_arrow(), and counts the data files its plan pairs
+// with a delete file that names them.
+func pyicebergRead(t *testing.T, py, dir, name string) (pkModel, int) {
+	t.Helper()
 	const script = `
 import json, sys
 from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.io.pyarrow import _read_all_delete_files
 cat = SqlCatalog("lakestream", uri="sqlite:///" + sys.argv[1] + "/iceberg.db")
-a = cat.load_table("default.kv").scan().to_arrow()
-print(json.dumps([[i, x, k] for i, x, k in zip(a.column("id").to_pylist(), a.column("amount").to_pylist(), a.column("kind").to_pylist())]))
+tbl = cat.load_table("default." + sys.argv[2])
+tasks = list(tbl.scan().plan_files())
+named = _read_all_delete_files(tbl.io, tasks)
+a = tbl.scan().to_arrow()
+print(json.dumps({"deleted": sum(1 for t in tasks if t.file.file_path in named),
+	"rows": [[i, x, k] for i, x, k in zip(a.column("id").to_pylist(), a.column("amount").to_pylist(), a.column("kind").to_pylist())]}))
 `
-	out, err := exec.Command(py, "-c", script, e.dir).Output()
+	out, err := exec.Command(py, "-c", script, dir, name).Output()
 	if err != nil {
 		t.Fatalf("pyiceberg: %v: %s", err, out)
 	}
-	var rows [][3]any
-	if err := json.Unmarshal(out, &rows); err != nil {
+	var res struct {
+		Deleted int     `json:"deleted"`
+		Rows    [][]any `json:"rows"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
 		t.Fatalf("pyiceberg's output %q: %v", out, err)
 	}
 	got := pkModel{}
-	for _, r := range rows {
+	for _, r := range res.Rows {
 		id := int64(r[0].(float64))
 		if _, dup := got[id]; dup {
 			t.Fatalf("pyiceberg reads key %d twice", id)
@@ -70,7 +125,5 @@ print(json.dumps([[i, x, k] for i, x, k in zip(a.column("id").to_pylist(), a.col
 		kind, _ := r[2].(string)
 		got[id] = tierRow{r[1].(float64), kind}
 	}
-	if !maps.Equal(got, m) {
-		t.Fatalf("pyiceberg reads %s, want %s", describe(got), describe(m))
-	}
+	return got, res.Deleted
 }

@@ -338,11 +338,15 @@ func TestPKTieringModel(t *testing.T) {
 				if rng.IntN(3) == 0 {
 					// With a 7d retention, now and then a pass as if a month
 					// had gone by: the files are old enough to compact.
-					ahead.Store(rng.IntN(4) == 0)
+					allOld := rng.IntN(4) == 0
+					ahead.Store(allOld)
 					res, err := e.svc.Maintain(ctx, id, false)
 					ahead.Store(false)
 					if err != nil {
 						t.Fatalf("step %d: maintenance: %v", step, err)
+					}
+					if allOld || tc.retention == "1ms" {
+						e.checkNoDeletes("kv", fmt.Sprintf("step %d, after maintenance of old files", step))
 					}
 					compacted += res.FilesCompacted
 					merged += res.DeleteFilesMerged
@@ -357,6 +361,21 @@ func TestPKTieringModel(t *testing.T) {
 			st := e.svc.lookup(id).state.Load()
 			t.Logf("%d files compacted, %d delete files merged, %d crashes; in the end %d data files, %d delete files", compacted, merged, crashes, len(st.pk.files), len(st.pk.deletes))
 		})
+	}
+}
+
+// checkNoDeletes asserts that no position delete file of the lake names a
+// data file of its snapshot: maintenance applied every delete of files
+// older than log.retention (all of them here).
+func (e *lakeEnv) checkNoDeletes(name, when string) {
+	e.t.Helper()
+	pk := e.svc.lookup(e.table(name).Def().ID).state.Load().pk
+	for p, d := range pk.deletes {
+		for _, target := range d.targets {
+			if pk.files[target] != nil {
+				e.t.Fatalf("%s: delete file %s still deletes rows of %s", when, p, target)
+			}
+		}
 	}
 }
 
