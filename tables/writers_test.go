@@ -289,3 +289,58 @@ func TestIdempotentPKNoChange(t *testing.T) {
 	mustWriteAs(t, tbl, tables.Writer{ID: 3, Seq: 1}, true, r)
 	mustWriteAs(t, tbl, tables.Writer{ID: 3, Seq: 2}, false, r)
 }
+
+// The state survives a crash, with the writer's last call in sealed
+// segments (whose writer snapshots carry it) and without a clean close: a retry of the last call
+// acknowledged is still a retry, in every bucket's split of it.
+func TestIdempotentStateSurvivesACrash(t *testing.T) {
+	mem := vfs.NewMem()
+	e := newEnvWith(t, mem, columnarlog.Options{})
+	e.mustExec(`CREATE TABLE ev ` + eventsCols + ` WITH ('bucket.num' = '2', 'log.segment.bytes' = '1MiB', 'log.compression' = 'none')`)
+	tbl := e.table("ev")
+	var recs []arrow.RecordBatch
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	// Enough calls to roll segments of 1 MiB.
+	const calls = 40
+	for c := range calls {
+		call := []arrow.RecordBatch{events(t, e.mem, c*3000, 1000), events(t, e.mem, c*3000+1000, 1000), events(t, e.mem, c*3000+2000, 1000)}
+		recs = append(recs, call...)
+		mustWriteAs(t, tbl, tables.Writer{ID: 11, Seq: int32(c)}, false, call...)
+	}
+	// Then writes without a writer roll the segments again, so that the
+	// writer's last batch is in a sealed segment: its state comes from a
+	// snapshot.
+	if _, err := tbl.Write(context.Background(), recs[:60]...); err != nil {
+		t.Fatal(err)
+	}
+	crashed := mem.CrashClone(vfs.CrashOptions{})
+	e.close()
+	e.fs = crashed
+	e.open()
+	tbl = e.table("ev")
+	last := recs[len(recs)-3:]
+	mustWriteAs(t, tbl, tables.Writer{ID: 11, Seq: calls - 1}, true, last...)
+	mustWriteAs(t, tbl, tables.Writer{ID: 11, Seq: calls - 1}, true, last...)
+	mustWriteAs(t, tbl, tables.Writer{ID: 11, Seq: calls}, false, recs[0])
+	wantSequenceError(t, tbl, tables.Writer{ID: 11, Seq: calls - 1}, "expected 41", recs[0])
+	var segments int
+	for b := range 2 {
+		names, err := crashed.List(e.dir + "/1/" + fmt.Sprint(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			if strings.HasSuffix(n, ".writers") {
+				segments++
+			}
+		}
+	}
+	if segments == 0 {
+		names, _ := crashed.List(e.dir + "/1/0")
+		t.Fatalf("no segment rolled: the test does not reach the writer snapshots (%v)", names)
+	}
+}
