@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -342,5 +343,78 @@ func TestIdempotentStateSurvivesACrash(t *testing.T) {
 	if segments == 0 {
 		names, _ := crashed.List(e.dir + "/1/0")
 		t.Fatalf("no segment rolled: the test does not reach the writer snapshots (%v)", names)
+	}
+}
+
+// Random calls of a few writers — the next call, retries, gaps, stale
+// numbers — with restarts in between, against a model of the rules of
+// docs/flight.md: each call is stored, acknowledged as a retry or refused
+// as the model says, and the table holds the rows of the stored calls once.
+func TestIdempotentModel(t *testing.T) {
+	for seed := range uint64(4) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 7))
+			e := newEnv(t, vfs.NewMem())
+			e.mustExec(`CREATE TABLE ev ` + eventsCols + ` WITH ('bucket.num' = '3')`)
+			tbl := e.table("ev")
+			type writerModel struct {
+				known     bool
+				last      int32
+				recovered bool
+			}
+			model := map[int64]*writerModel{1: {}, 2: {}, 3: {}}
+			var want []string
+			check := func(what string) {
+				t.Helper()
+				st, err := e.store.Table(context.Background(), "", "ev")
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, got := scanPlan(t, st, nil)
+				sameRows(t, what, sorted(got), sorted(want))
+			}
+			for op := range 120 {
+				if r.IntN(15) == 0 {
+					e.reopen()
+					tbl = e.table("ev")
+					for _, m := range model {
+						m.recovered = m.known
+					}
+					check(fmt.Sprintf("op %d: after a restart", op))
+					continue
+				}
+				id := int64(1 + r.IntN(3))
+				m := model[id]
+				seq := int32(r.IntN(2))
+				if m.known {
+					seq = m.last + int32(r.IntN(4)) - 1 // a stale number, a retry, the next, a gap
+				}
+				if seq < 0 {
+					seq = 0
+				}
+				rows := events(t, e.mem, int(id*100_000)+int(seq)*10, 1+int(seq)%7)
+				n, dup, err := writeAs(tbl, tables.Writer{ID: id, Seq: seq}, rows)
+				wantDup := m.known && seq == m.last
+				wantStored := !m.known || seq == m.last+1 || (m.recovered && seq > m.last)
+				switch {
+				case wantDup:
+					if err != nil || !dup || n != rows.NumRows() {
+						t.Fatalf("op %d: writer %d retries %d: %d rows, duplicate %t, %v", op, id, seq, n, dup, err)
+					}
+				case wantStored:
+					if err != nil || dup || n != rows.NumRows() {
+						t.Fatalf("op %d: writer %d call %d (last %d): %d rows, duplicate %t, %v", op, id, seq, m.last, n, dup, err)
+					}
+					want = append(want, rowStrings(rows)...)
+					m.known, m.last, m.recovered = true, seq, false
+				default:
+					if !errors.Is(err, tables.ErrWriterSequence) {
+						t.Fatalf("op %d: writer %d call %d after %d: %v, want ErrWriterSequence", op, id, seq, m.last, err)
+					}
+				}
+				rows.Release()
+			}
+			check("at the end")
+		})
 	}
 }
