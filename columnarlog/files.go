@@ -48,10 +48,21 @@ func readFile(fs vfs.FS, name string) ([]byte, error) {
 
 // Writer snapshot file, <base offset, 20 digits>.writers: the idempotent
 // writers' state as of the first offset of the segment with that base, so
-// that opening a log scans only its active segment.
+// that opening a log scans only its active segment. Writers idle for longer
+// than Options.WriterExpiry are left out.
 //
-//	count uint32 | count × (writer id int64 | seq int32 | base offset int64 | record count int32) | CRC-32C uint32
+//	count uint32 | count × (writer id int64 | seq int32 | base offset int64 | record count int32
+//	| commit timestamp int64) | CRC-32C uint32
+//
+// The commit timestamp (Unix microseconds) is that of the writer's last
+// batch. A snapshot written before it was added has 24-byte entries without
+// it; they are read as written at the time they are read.
 const writersSuffix = ".writers"
+
+const (
+	writerEntrySize   = 32
+	writerEntrySizeV1 = 24 // without the commit timestamp
+)
 
 func writeWriterSnapshot(fs vfs.FS, dir string, base int64, writers map[int64]writerState) error {
 	buf := binary.LittleEndian.AppendUint32(nil, uint32(len(writers)))
@@ -60,14 +71,17 @@ func writeWriterSnapshot(fs vfs.FS, dir string, base int64, writers map[int64]wr
 		buf = binary.LittleEndian.AppendUint32(buf, uint32(st.seq))
 		buf = binary.LittleEndian.AppendUint64(buf, uint64(st.base))
 		buf = binary.LittleEndian.AppendUint32(buf, uint32(st.count))
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(st.ts))
 	}
 	buf = binary.LittleEndian.AppendUint32(buf, crc32.Checksum(buf, castagnoli))
 	return writeFileSync(fs, path.Join(dir, segmentName(base, writersSuffix)), buf)
 }
 
 // readWriterSnapshot returns the writers saved at base; a missing snapshot is
-// an empty state (idempotence then starts afresh for older writers).
-func readWriterSnapshot(fs vfs.FS, dir string, base int64) (map[int64]writerState, error) {
+// an empty state (idempotence then starts afresh for older writers). now
+// (Unix microseconds) stands for the timestamp an entry of the first format
+// lacks.
+func readWriterSnapshot(fs vfs.FS, dir string, base int64, now int64) (map[int64]writerState, error) {
 	out := map[int64]writerState{}
 	name := path.Join(dir, segmentName(base, writersSuffix))
 	buf, err := readFile(fs, name)
@@ -77,22 +91,30 @@ func readWriterSnapshot(fs vfs.FS, dir string, base int64) (map[int64]writerStat
 	if err != nil {
 		return nil, err
 	}
-	const entry = 24
 	if len(buf) < 8 {
 		return nil, fmt.Errorf("writer snapshot %s: %w: %d bytes", name, ErrCorrupt, len(buf))
 	}
 	body, sum := buf[:len(buf)-4], binary.LittleEndian.Uint32(buf[len(buf)-4:])
 	n := int(binary.LittleEndian.Uint32(body))
+	entry := writerEntrySize
+	if n > 0 && len(body) == 4+n*writerEntrySizeV1 {
+		entry = writerEntrySizeV1
+	}
 	if crc32.Checksum(body, castagnoli) != sum || len(body) != 4+n*entry {
 		return nil, fmt.Errorf("writer snapshot %s: %w", name, ErrCorrupt)
 	}
 	for i := 0; i < n; i++ {
 		e := body[4+i*entry:]
-		out[int64(binary.LittleEndian.Uint64(e))] = writerState{
+		st := writerState{
 			seq:   int32(binary.LittleEndian.Uint32(e[8:])),
 			base:  int64(binary.LittleEndian.Uint64(e[12:])),
 			count: int32(binary.LittleEndian.Uint32(e[20:])),
+			ts:    now,
 		}
+		if entry == writerEntrySize {
+			st.ts = int64(binary.LittleEndian.Uint64(e[24:]))
+		}
+		out[int64(binary.LittleEndian.Uint64(e))] = st
 	}
 	return out, nil
 }

@@ -29,6 +29,7 @@ type writerState struct {
 	seq   int32
 	base  int64
 	count int32
+	ts    int64 // its commit timestamp, Unix microseconds
 }
 
 // AppendResult says where a batch landed.
@@ -187,7 +188,7 @@ func (l *Log) refreshCommitted() {
 // Append writes a batch and returns once it is durable (per Options.Sync)
 // and visible. The batch's server fields are stamped in place.
 func (l *Log) Append(b Batch) (AppendResult, error) {
-	res, end, err := l.write(b)
+	res, end, err := l.write(b, true)
 	if err != nil || res.Duplicate {
 		return res, err
 	}
@@ -209,8 +210,11 @@ func (l *Log) syncTo() (int64, error) {
 }
 
 // write appends a batch to the active segment without syncing it. It returns
-// the offset after it.
-func (l *Log) write(b Batch) (AppendResult, int64, error) {
+// the offset after it. With check, a batch of an idempotent writer is
+// checked against the writer's last batch in this log (checkWriterLocked);
+// a TableLog's buckets are not checked, since one write of a table spreads
+// over them (its caller checks whole writes, TableLog.Writers).
+func (l *Log) write(b Batch, check bool) (AppendResult, int64, error) {
 	if len(b) > l.opts.MaxBatchBytes {
 		return AppendResult{}, 0, fmt.Errorf("append %d bytes: %w (limit %d)", len(b), ErrBatchTooLarge, l.opts.MaxBatchBytes)
 	}
@@ -225,8 +229,10 @@ func (l *Log) write(b Batch) (AppendResult, int64, error) {
 	if err := l.usableLocked(); err != nil {
 		return AppendResult{}, 0, err
 	}
-	if dup, ok, err := l.checkWriterLocked(b); err != nil || ok {
-		return dup, 0, err
+	if check {
+		if dup, ok, err := l.checkWriterLocked(b); err != nil || ok {
+			return dup, 0, err
+		}
 	}
 	if last := l.lastEpochLocked(); last > l.mu.epoch {
 		// A follower's log holds batches of a newer leader: stamping its
@@ -279,7 +285,7 @@ func (l *Log) storeLocked(b Batch) error {
 	l.mu.next = b.NextOffset()
 	seg.next = l.mu.next
 	if id := b.WriterID(); id != 0 {
-		l.mu.writers[id] = writerState{seq: b.WriterSeq(), base: base, count: b.RecordCount()}
+		l.mu.writers[id] = writerState{seq: b.WriterSeq(), base: base, count: b.RecordCount(), ts: ts}
 	}
 	return nil
 }
@@ -323,6 +329,18 @@ func (l *Log) checkWriterLocked(b Batch) (AppendResult, bool, error) {
 		return AppendResult{}, false, fmt.Errorf("writer %d: sequence %d after %d: %w", id, b.WriterSeq(), st.seq, ErrOutOfOrderSequence)
 	}
 	return AppendResult{}, false, nil
+}
+
+// expireWriters drops the writers whose last batch is older than expiry:
+// their state is not kept for ever, and a writer that comes back after
+// that long is a new one.
+func expireWriters(writers map[int64]writerState, now time.Time, expiry time.Duration) {
+	cut := now.Add(-expiry).UnixMicro()
+	for id, st := range writers {
+		if st.ts < cut {
+			delete(writers, id)
+		}
+	}
 }
 
 // syncData fsyncs the active segment and returns the offset it covers.
@@ -387,6 +405,7 @@ func (l *Log) rollLocked() error {
 	if err := l.writeIndexes(seg); err != nil {
 		return fmt.Errorf("roll: %w", err)
 	}
+	expireWriters(l.mu.writers, l.opts.Now(), l.opts.WriterExpiry)
 	if err := writeWriterSnapshot(l.opts.FS, l.dir, l.mu.next, l.mu.writers); err != nil {
 		return fmt.Errorf("roll: %w", err)
 	}

@@ -286,7 +286,7 @@ func TestAckedBatchesSurviveCrash(t *testing.T) {
 			}
 			// Unacknowledged writes in flight: written, never synced.
 			for i := int64(60); i < 63; i++ {
-				if _, _, err := l.write(payload(t, i, 3, rng.IntN(500))); err != nil {
+				if _, _, err := l.write(payload(t, i, 3, rng.IntN(500)), true); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -465,7 +465,7 @@ func TestReaderWaitsForCommit(t *testing.T) {
 		t.Fatal("empty log returned batches")
 	}
 	// Written but not synced: invisible.
-	if _, _, err := l.write(payload(t, 0, 1, 10)); err != nil {
+	if _, _, err := l.write(payload(t, 0, 1, 10), true); err != nil {
 		t.Fatal(err)
 	}
 	if bs, _, _ := r.Next(nil, 1<<20); len(bs) != 0 {

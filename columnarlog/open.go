@@ -237,7 +237,7 @@ func (l *Log) openActive(base int64) (activeScan, error) {
 		a.res, err = s.scan(0, base, true, l.opts.IndexIntervalBytes, a.size)
 	}
 	if err == nil {
-		a.writers, err = readWriterSnapshot(l.opts.FS, l.dir, base)
+		a.writers, err = readWriterSnapshot(l.opts.FS, l.dir, base, l.opts.Now().UnixMicro())
 	}
 	if err != nil {
 		s.release()
@@ -246,6 +246,7 @@ func (l *Log) openActive(base int64) (activeScan, error) {
 	for id, st := range a.res.writers {
 		a.writers[id] = st
 	}
+	expireWriters(a.writers, l.opts.Now(), l.opts.WriterExpiry)
 	return a, nil
 }
 

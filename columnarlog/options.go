@@ -59,6 +59,12 @@ type Options struct {
 	Sync SyncPolicy
 	// MaxBatchBytes refuses larger batches. Default 256 MiB.
 	MaxBatchBytes int
+	// WriterExpiry is how long the state of an idempotent writer (the
+	// writer id and sequence of its last batch) is kept after its last
+	// write: it is dropped when a segment rolls or the log opens, whatever
+	// retention deleted meanwhile. Default 7 days, as Kafka's
+	// transactional.id.expiration.ms.
+	WriterExpiry time.Duration
 	// LeaderEpoch is stamped on every appended batch until Log.BecomeLeader
 	// changes it: the initial leader epoch. Default 0.
 	LeaderEpoch int32
@@ -95,6 +101,9 @@ func (o *Options) EnsureDefaults() {
 	if o.IndexIntervalBytes == 0 {
 		o.IndexIntervalBytes = 4 << 10
 	}
+	if o.WriterExpiry == 0 {
+		o.WriterExpiry = 7 * 24 * time.Hour
+	}
 	if o.MaxBatchBytes == 0 {
 		o.MaxBatchBytes = 256 << 20
 	}
@@ -114,6 +123,9 @@ func (o *Options) Validate() error {
 	}
 	if o.SegmentAge < 0 {
 		errs = append(errs, fmt.Errorf("segment age %v: want > 0", o.SegmentAge))
+	}
+	if o.WriterExpiry < 0 {
+		errs = append(errs, fmt.Errorf("writer expiry %v: want > 0", o.WriterExpiry))
 	}
 	if o.IndexIntervalBytes <= 0 {
 		errs = append(errs, fmt.Errorf("index interval %d: want > 0", o.IndexIntervalBytes))

@@ -275,7 +275,7 @@ func (s *segment) scan(pos, next int64, verify bool, interval int64, fileSize in
 		}
 		res.maxTS = b.CommitTimestamp()
 		if id := b.WriterID(); id != 0 {
-			res.writers[id] = writerState{seq: b.WriterSeq(), base: b.BaseOffset(), count: b.RecordCount()}
+			res.writers[id] = writerState{seq: b.WriterSeq(), base: b.BaseOffset(), count: b.RecordCount(), ts: b.CommitTimestamp()}
 		}
 		res.next = b.NextOffset()
 		pos += size

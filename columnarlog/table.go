@@ -276,8 +276,10 @@ func (t *TableLog) Bucket(b int) *Log { return t.buckets[b] }
 
 // Append writes the batches parts[b] to bucket b (empty parts are skipped)
 // as one atomic write and returns once it is committed, with the result of
-// each batch. A write whose every batch repeats its writer's last batch is a
-// duplicate and changes nothing.
+// each batch. The batches' writer ids and sequences are stored (and given
+// back by Writers) but not checked: one write of an idempotent writer
+// spreads over the buckets differently each time (round-robin), so only
+// the caller, who sees whole writes, can tell a retry (tables does).
 func (t *TableLog) Append(parts [][]Batch) ([][]AppendResult, error) {
 	if len(parts) != len(t.buckets) {
 		return nil, fmt.Errorf("append: %d parts for %d buckets", len(parts), len(t.buckets))
@@ -326,19 +328,14 @@ func (t *TableLog) write(parts [][]Batch) (int64, [][]AppendResult, error) {
 			return 0, nil, err
 		}
 	}
-	res, dups, total, err := t.checkWritersLocked(parts)
-	if err != nil {
+	if err := t.checkEpochsLocked(parts); err != nil {
 		return 0, nil, err
 	}
-	if dups > 0 {
-		if dups != total {
-			return 0, nil, fmt.Errorf("write repeats some of its batches but not all: %w", ErrOutOfOrderSequence)
-		}
-		return 0, res, nil
-	}
+	res := make([][]AppendResult, len(parts))
 	for b, part := range parts {
+		res[b] = make([]AppendResult, len(part))
 		for i, p := range part {
-			r, _, err := t.buckets[b].write(p)
+			r, _, err := t.buckets[b].write(p, false)
 			if err != nil {
 				// Batches already written are not committed (a round
 				// commits up to t.written): the table refuses writes
@@ -394,33 +391,55 @@ func (t *TableLog) repairLocked() error {
 	return nil
 }
 
-// checkWritersLocked finds the batches that repeat their writer's last one.
-func (t *TableLog) checkWritersLocked(parts [][]Batch) (res [][]AppendResult, dups, total int, err error) {
-	res = make([][]AppendResult, len(parts))
+// checkEpochsLocked refuses a write to a bucket whose log holds a newer
+// leader epoch than the one it appends with (a deposed leader's), before
+// anything is written, so that the refusal leaves the table writable
+// (Log.write checks it too).
+func (t *TableLog) checkEpochsLocked(parts [][]Batch) error {
 	for b, part := range parts {
-		res[b] = make([]AppendResult, len(part))
+		if len(part) == 0 {
+			continue
+		}
 		l := t.buckets[b]
 		l.mu.Lock()
-		if last := l.lastEpochLocked(); len(part) > 0 && last > l.mu.epoch {
-			// Refused before anything is written (Log.write checks it too).
-			l.mu.Unlock()
-			return nil, 0, 0, fmt.Errorf("bucket %d: append with leader epoch %d: the log holds epoch %d: %w", b, l.mu.epoch, last, ErrFencedEpoch)
+		last, epoch := l.lastEpochLocked(), l.mu.epoch
+		l.mu.Unlock()
+		if last > epoch {
+			return fmt.Errorf("bucket %d: append with leader epoch %d: the log holds epoch %d: %w", b, epoch, last, ErrFencedEpoch)
 		}
-		for i, p := range part {
-			r, dup, err := l.checkWriterLocked(p)
-			if err != nil {
-				l.mu.Unlock()
-				return nil, 0, 0, fmt.Errorf("bucket %d: %w", b, err)
+	}
+	return nil
+}
+
+// WriterState is what a TableLog holds of an idempotent writer: the
+// sequence number of its last write and when that was committed.
+type WriterState struct {
+	Seq int32
+	// Timestamp is the commit timestamp of the writer's last batch, Unix
+	// microseconds.
+	Timestamp int64
+}
+
+// Writers returns the idempotent writers of the table's log, each with the
+// highest sequence number any bucket holds of it: every batch of a write
+// carries the writer's id and the write's sequence, and a writer's
+// sequences increase, so that is its last write (that reached the log).
+// Writers idle for longer than Options.WriterExpiry may be left out.
+func (t *TableLog) Writers() map[int64]WriterState {
+	out := map[int64]WriterState{}
+	for _, l := range t.buckets {
+		l.mu.Lock()
+		for id, st := range l.mu.writers {
+			cur, ok := out[id]
+			if !ok || st.seq > cur.Seq {
+				cur.Seq = st.seq
 			}
-			if dup {
-				res[b][i] = r
-				dups++
-			}
-			total++
+			cur.Timestamp = max(cur.Timestamp, st.ts)
+			out[id] = cur
 		}
 		l.mu.Unlock()
 	}
-	return res, dups, total, nil
+	return out
 }
 
 // commitRound syncs every bucket written since the last round, records their

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/lakestream/lakestream/internal/vfs"
 )
@@ -144,29 +146,76 @@ func TestTableLogWritesAreAtomicAcrossCrashes(t *testing.T) {
 	}
 }
 
-func TestTableLogDuplicateWrite(t *testing.T) {
-	tl, err := OpenTable("/t", 2, Options{FS: vfs.NewMem()})
+// A TableLog stores the writer and sequence of every batch without
+// checking them per bucket (a write spreads over the buckets differently
+// each time, and may put two batches in one bucket), and Writers gives each
+// writer's last sequence back, after a reopen too. A writer idle for longer
+// than WriterExpiry is forgotten when a segment rolls or the log opens.
+func TestTableLogWriters(t *testing.T) {
+	fs := vfs.NewMem()
+	now := time.Unix(1_700_000_000, 0)
+	opts := Options{FS: fs, Now: func() time.Time { return now }, WriterExpiry: time.Hour, SegmentBytes: 4 << 10}
+	tl, err := OpenTable("/t", 2, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tl.Close()
-	mk := func(seq int32) [][]Batch {
-		var parts [][]Batch
-		for range 2 {
-			b, _ := NewBatch(Header{WriterID: 5, WriterSeq: seq, RecordCount: 1}, nil, nil, []byte("x"))
-			parts = append(parts, []Batch{b})
+	mk := func(writer int64, seq int32, perBucket ...int) [][]Batch {
+		parts := make([][]Batch, 2)
+		for b, n := range perBucket {
+			for range n {
+				p, err := NewBatch(Header{WriterID: writer, WriterSeq: seq, RecordCount: 1}, nil, nil, []byte("x"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				parts[b] = append(parts[b], p)
+			}
 		}
 		return parts
 	}
-	if _, err := tl.Append(mk(0)); err != nil {
+	for _, w := range [][][]Batch{mk(5, 0, 1, 1), mk(5, 1, 0, 1), mk(5, 2, 2, 0), mk(5, 3, 0, 2), mk(9, 7, 1, 0)} {
+		if _, err := tl.Append(w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[int64]WriterState{5: {Seq: 3, Timestamp: now.UnixMicro()}, 9: {Seq: 7, Timestamp: now.UnixMicro()}}
+	if got := tl.Writers(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("writers %v, want %v", got, want)
+	}
+	if ends := tl.CommittedEnds(); ends[0] != 4 || ends[1] != 4 {
+		t.Fatalf("committed ends %v, want [4 4]: every batch written", ends)
+	}
+	if err := tl.Close(); err != nil {
 		t.Fatal(err)
 	}
-	res, err := tl.Append(mk(0))
-	if err != nil || !res[0][0].Duplicate || !res[1][0].Duplicate {
-		t.Fatalf("retried write: %+v %v", res, err)
+	if tl, err = OpenTable("/t", 2, opts); err != nil {
+		t.Fatal(err)
 	}
-	if c := tl.Bucket(1).Committed(); c != 1 {
-		t.Fatalf("bucket 1 committed %d after a duplicate, want 1", c)
+	if got := tl.Writers(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("writers after a reopen %v, want %v", got, want)
+	}
+	// Two hours on, writer 9 writes again and bucket 0 rolls: writer 5,
+	// idle, is left out of the snapshot; writer 9 stays.
+	now = now.Add(2 * time.Hour)
+	big, err := NewBatch(Header{WriterID: 9, WriterSeq: 8, RecordCount: 1}, nil, nil, make([]byte, 5<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := tl.Append([][]Batch{{big}, nil}); err != nil {
+			t.Fatal(err)
+		}
+		big, _ = NewBatch(Header{WriterID: 9, WriterSeq: 9, RecordCount: 1}, nil, nil, make([]byte, 5<<10))
+	}
+	if err := tl.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if tl, err = OpenTable("/t", 2, opts); err != nil {
+		t.Fatal(err)
+	}
+	defer tl.Close()
+	want = map[int64]WriterState{9: {Seq: 9, Timestamp: now.UnixMicro()}}
+	if got := tl.Writers(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("writers after expiry %v, want %v", got, want)
 	}
 }
 

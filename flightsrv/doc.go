@@ -21,7 +21,10 @@
 // changelog. The DDL that needs the engine (CREATE TABLE ... AS, CREATE
 // VIEW) is ddl.go; SHOW and DESCRIBE are answered from the catalog in
 // show.go; views in GetTables, views.go. errors.go is the one place that
-// maps errors to gRPC status codes. observe.go is the interceptor around
+// maps errors to gRPC status codes. writer.go reads the headers of an
+// idempotent write (lakestream-writer-id, lakestream-writer-seq), which
+// every call that ingests rows (bulk ingest, a path DoPut, INSERT) passes
+// to the table's appender. observe.go is the interceptor around
 // every call: its request id (the lakestream-request-id trailer), its log
 // line when it fails or is slow, and the Observer the node counts calls
 // with. docs/flight.md documents tickets, descriptors, headers and the

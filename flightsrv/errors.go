@@ -52,12 +52,14 @@ func toStatus(err error) error {
 		code = codes.AlreadyExists
 	case errors.Is(err, catalog.ErrDatabaseNotEmpty):
 		code = codes.FailedPrecondition
+	case errors.Is(err, tables.ErrWriterSequence):
+		code = codes.FailedPrecondition // the writer's sequence went wrong: retrying the same call does not help
 	case errors.As(err, &se), errors.As(err, &syn), errors.Is(err, catalog.ErrInvalid),
 		errors.Is(err, arrowmsg.ErrMalformed), errors.Is(err, errInvalid), errors.Is(err, planner.ErrInvalid),
 		errors.Is(err, duck.ErrNotQuery), errors.As(err, new(*duck.ParamError)), errors.Is(err, duck.ErrViewDepth),
 		errors.Is(err, tables.ErrNotPrimaryKey):
 		code = codes.InvalidArgument
-	case errors.Is(err, arrowmsg.ErrTooLarge), errors.Is(err, columnarlog.ErrBatchTooLarge),
+	case errors.Is(err, arrowmsg.ErrTooLarge), errors.Is(err, columnarlog.ErrBatchTooLarge), errors.Is(err, tables.ErrIdempotentTooLarge),
 		errors.As(err, &stall), errors.As(err, &spent):
 		code = codes.ResourceExhausted
 	case errors.Is(err, columnarlog.ErrOffsetOutOfRange):

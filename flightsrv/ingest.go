@@ -32,6 +32,9 @@ func (s *Server) DoPutCommandStatementIngest(ctx context.Context, cmd flightsql.
 	if name == "" {
 		return 0, fmt.Errorf("%w: ingest names no table", errInvalid)
 	}
+	if _, _, err := writerOf(ctx); err != nil {
+		return 0, err // before a table is created for it
+	}
 	t, created, err := s.ingestTarget(ctx, db, name, cmd.GetTableDefinitionOptions(), rdr.Schema())
 	if err != nil {
 		return 0, err
@@ -97,13 +100,17 @@ func (s *Server) createFromSchema(ctx context.Context, db, name string, schema *
 // record against the table and writes them in atomic writes of up to
 // MaxWriteBytes. An ingest that fits one write (256 MiB by default) is all
 // or nothing; a larger one commits part by part, and an error leaves the
-// parts written before it.
+// parts written before it. An ingest with the writer headers is one
+// idempotent call, which must fit one write (writer.go).
 func (s *Server) ingest(ctx context.Context, t *tables.Table, rdr interface {
 	Next() bool
 	RecordBatch() arrow.RecordBatch
 	Err() error
 }) (int64, error) {
-	a := t.NewAppender()
+	a, err := newAppender(ctx, t)
+	if err != nil {
+		return 0, err
+	}
 	defer a.Release()
 	for rdr.Next() {
 		if err := a.Add(ctx, rdr.RecordBatch()); err != nil {
@@ -116,7 +123,7 @@ func (s *Server) ingest(ctx context.Context, t *tables.Table, rdr interface {
 		}
 		return a.Written(), fmt.Errorf("%w: reading the ingest stream: %v", errInvalid, err)
 	}
-	err := a.Flush(ctx)
+	err = a.Flush(ctx)
 	return a.Written(), err
 }
 

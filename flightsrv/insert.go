@@ -14,6 +14,8 @@ import (
 // appender (one atomic write per MaxWriteBytes). Each row of argRows is one execution of
 // the statement (a prepared INSERT bound to several parameter rows); a nil
 // argRows runs it once without parameters. It returns the rows written.
+// With the writer headers the statement is one idempotent call, every
+// execution of it included (writer.go).
 func (s *Server) execInsert(ctx context.Context, ins *planner.Insert, argRows [][]any) (int64, error) {
 	if s.engine == nil {
 		return 0, fmt.Errorf("%w: INSERT needs the query engine", errUnsupported)
@@ -22,7 +24,10 @@ func (s *Server) execInsert(ctx context.Context, ins *planner.Insert, argRows []
 	if err != nil {
 		return 0, err
 	}
-	a := t.NewAppender()
+	a, err := newAppender(ctx, t)
+	if err != nil {
+		return 0, err
+	}
 	defer a.Release()
 	target, err := insertTarget(a.Def(), ins.Columns)
 	if err != nil {

@@ -109,7 +109,7 @@ func (n *Node) open(ctx context.Context) error {
 	store, err := tables.Open(ctx, cat, tables.Config{
 		CacheBytes: cacheBytes,
 		Dir:        filepath.Join(cfg.DataDir, "tables"),
-		Log:        columnarlog.Options{FS: cfg.LogFS, Sync: sync, Logger: cfg.Logger, OnSync: n.mon.synced},
+		Log:        columnarlog.Options{FS: cfg.LogFS, Sync: sync, Logger: cfg.Logger, OnSync: n.mon.synced, WriterExpiry: cfg.WriterExpiry},
 		Logger:     cfg.Logger,
 		OnWrite:    n.mon.wrote,
 	})

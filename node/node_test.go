@@ -132,10 +132,10 @@ func TestNodeServesRestartsAndReports(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	c := Config{Listen: "nope", HTTP: "x", Sync: "sometimes", Catalog: "ftp://x", Warehouse: "s3://b", DefaultBuckets: 5000, Tiering: "later"}
+	c := Config{Listen: "nope", HTTP: "x", Sync: "sometimes", Catalog: "ftp://x", Warehouse: "s3://b", DefaultBuckets: 5000, Tiering: "later", WriterExpiry: -time.Hour}
 	c.EnsureDefaults()
 	err := c.Validate()
-	for _, want := range []string{"listen", "http", "sometimes", "catalog", "warehouse", "default buckets", `tiering "later"`} {
+	for _, want := range []string{"listen", "http", "sometimes", "catalog", "warehouse", "default buckets", `tiering "later"`, "writer expiry"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("validate error %v lacks %q", err, want)
 		}

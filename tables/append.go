@@ -26,6 +26,10 @@ var ErrSchemaChanged = errors.New("the table's definition changed while the writ
 // reaches the log, the write is refused with ErrSchemaChanged, so that a
 // batch is never stored under a schema it was not encoded for.
 //
+// With a Writer (SetWriter) the appender's rows are one idempotent call:
+// one atomic write, stored once however often the call is sent
+// (writers.go).
+//
 // An Appender is used by one goroutine. Release it when done.
 type Appender struct {
 	t       *Table
@@ -34,6 +38,10 @@ type Appender struct {
 	present [][]bool // of each pending record of a primary-key table (pk_api.go)
 	size    int64    // Arrow bytes of pending
 	written int64    // rows acknowledged
+
+	writer    Writer // of an idempotent call; ID 0: none
+	flushed   bool   // the idempotent call was flushed: it is over
+	duplicate bool   // the idempotent call repeated the writer's last
 }
 
 // NewAppender returns an appender conforming to the table's current
@@ -42,6 +50,32 @@ func (t *Table) NewAppender() *Appender { return &Appender{t: t, def: t.Def()} }
 
 // Def is the definition the appender conforms to.
 func (a *Appender) Def() *catalog.Table { return a.def }
+
+// SetWriter makes the appender's rows one call of an idempotent writer
+// (w.ID non-zero), before any is added: they are written by Flush as one
+// atomic write, or not at all when the call repeats the writer's last one
+// (Duplicate); a call that would need several writes is refused with
+// ErrIdempotentTooLarge.
+func (a *Appender) SetWriter(w Writer) { a.writer = w }
+
+// Duplicate says that the idempotent call repeated the writer's last call,
+// which the table had acknowledged: Flush stored nothing, and Written
+// counts the rows of the call (those of the call it repeats).
+func (a *Appender) Duplicate() bool { return a.duplicate }
+
+// full says that the queued records reached MaxWriteBytes: they are
+// written now, or refused for an idempotent call, which must fit one write.
+func (a *Appender) full(ctx context.Context) error {
+	if a.size < a.t.limit.MaxWriteBytes {
+		return nil
+	}
+	if a.writer.ID != 0 {
+		err := fmt.Errorf("write to %s: %w: the call holds over %d bytes of Arrow data (the limit of one write); send it as several calls", a.def.FullName(), ErrIdempotentTooLarge, a.t.limit.MaxWriteBytes)
+		a.Release()
+		return err
+	}
+	return a.Flush(ctx)
+}
 
 // Add conforms rec (which the caller keeps) and queues it, writing what is
 // queued once it reaches MaxWriteBytes. A record that does not fit the
@@ -56,20 +90,54 @@ func (a *Appender) Add(ctx context.Context, rec arrow.RecordBatch) error {
 	}
 	a.pending = append(a.pending, c)
 	a.size += arrowmsg.RecordBytes(c)
-	if a.size >= a.t.limit.MaxWriteBytes {
-		return a.Flush(ctx)
-	}
-	return nil
+	return a.full(ctx)
 }
 
 // Flush writes the queued records as one atomic write and returns once
-// they are durable and visible.
+// they are durable and visible. Of an idempotent call, it is the end.
 func (a *Appender) Flush(ctx context.Context) error {
 	defer a.Release()
+	if a.writer.ID == 0 {
+		return a.flush(ctx)
+	}
+	if a.flushed {
+		if len(a.pending) == 0 {
+			return nil
+		}
+		return fmt.Errorf("write to %s: %w: rows added after the call's flush", a.def.FullName(), ErrIdempotentTooLarge)
+	}
+	a.flushed = true
+	w := a.t.writers
+	e, err := w.begin(ctx, a.writer.ID)
+	if err != nil {
+		return err
+	}
+	defer w.end(e)
+	dup, err := w.check(e, a.writer)
+	if err != nil {
+		return fmt.Errorf("write to %s: %w", a.def.FullName(), err)
+	}
+	if dup {
+		// Nothing is written: not the log, nor a primary-key table's
+		// index, which the merge would change.
+		for _, r := range a.pending {
+			a.written += r.NumRows()
+		}
+		a.duplicate = true
+		return nil
+	}
+	if err := a.flush(ctx); err != nil {
+		return err
+	}
+	w.acknowledged(e, a.writer.Seq)
+	return nil
+}
+
+func (a *Appender) flush(ctx context.Context) error {
 	if a.t.pk != nil {
 		return a.flushPK(ctx)
 	}
-	parts, rows, err := a.t.encode(ctx, a.def, a.pending)
+	parts, rows, err := a.t.encode(ctx, a.def, a.pending, a.writer)
 	if err != nil || rows == 0 {
 		return err
 	}

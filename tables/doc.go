@@ -8,7 +8,10 @@
 //     encodes each piece once as a compressed log batch with statistics
 //     (table.go) and appends them as one atomic write per MaxWriteBytes;
 //     a write whose table changed underneath it is refused
-//     (ErrSchemaChanged) rather than stored under the wrong schema.
+//     (ErrSchemaChanged) rather than stored under the wrong schema. With a
+//     Writer, the appender's rows are one idempotent call (writers.go):
+//     stored once however often it is sent, checked against the table's
+//     state of the writer, which the log gives back at open.
 //   - Reads: a View (view.go) captures what one read covers — the lake
 //     snapshot with its tiered offsets, then the log ranges above them —
 //     and every reader goes through it: plain scans (the stored bytes, for

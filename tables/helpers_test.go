@@ -33,8 +33,10 @@ type env struct {
 	logOpts columnarlog.Options // FS is set from fs
 	// cacheBytes is the store's decoded-column cache size (0: default).
 	cacheBytes int64
-	cat        *catalog.Catalog
-	store      *tables.Store
+	// limits bound the store's writes (zero: the defaults).
+	limits tables.Limits
+	cat    *catalog.Catalog
+	store  *tables.Store
 }
 
 // newEnv opens a store over fs (nil: the OS filesystem in a temp dir) with
@@ -80,6 +82,7 @@ func (e *env) open() {
 		Log:        opts,
 		Mem:        e.mem,
 		CacheBytes: e.cacheBytes,
+		Limits:     e.limits,
 	})
 	if err != nil {
 		cat.Close()

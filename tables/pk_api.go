@@ -40,10 +40,7 @@ func (a *Appender) addPK(ctx context.Context, rec arrow.RecordBatch) error {
 	a.pending = append(a.pending, c)
 	a.present = append(a.present, present)
 	a.size += arrowmsg.RecordBytes(c)
-	if a.size >= a.t.limit.MaxWriteBytes {
-		return a.Flush(ctx)
-	}
-	return nil
+	return a.full(ctx)
 }
 
 // trimInvalid is an engine error's text without the ErrInvalid prefix.
@@ -60,7 +57,7 @@ func (a *Appender) flushPK(ctx context.Context) error {
 	for i, rec := range a.pending {
 		inputs[i] = pkInput{rec: rec, present: a.present[i], op: opUpsert}
 	}
-	res, err := a.t.writePK(ctx, a.def, inputs)
+	res, err := a.t.writePKAs(ctx, a.def, inputs, a.writer)
 	if err != nil {
 		return pkError(a.def, err)
 	}

@@ -75,6 +75,13 @@ type indexSet struct {
 // the log in one write (one batch per bucket, so that an update's -U and
 // +U are never apart), then to the index and the live sets.
 func (t *Table) writePK(ctx context.Context, def *catalog.Table, inputs []pkInput) (pkResult, error) {
+	return t.writePKAs(ctx, def, inputs, Writer{})
+}
+
+// writePKAs is writePK of a call of writer w (none when w.ID is 0), whose
+// id and sequence every batch of the write carries. A retried call never
+// gets here (Appender.Flush): the merge would change the index again.
+func (t *Table) writePKAs(ctx context.Context, def *catalog.Table, inputs []pkInput, w Writer) (pkResult, error) {
 	p := t.pk
 	lay, err := p.layout(def)
 	if err != nil {
@@ -105,7 +112,7 @@ func (t *Table) writePK(ctx context.Context, def *catalog.Table, inputs []pkInpu
 	used := nonEmpty(refs)
 	err = parallel(ctx, len(used), func(i int) error {
 		b := used[i]
-		c, err := p.prepare(lay, b, refs[b], inputs)
+		c, err := p.prepare(lay, b, refs[b], inputs, w)
 		changes[b] = c
 		return err
 	})
@@ -184,7 +191,7 @@ func (p *pkTable) apply(ctx context.Context, changes []*bucketChanges, appended 
 // prepare computes the changes of one bucket's rows: the rows of each key
 // are merged in input order into the key's current row, read from the
 // index through one iterator in key order.
-func (p *pkTable) prepare(lay *pkLayout, b int, refs []rowRef, inputs []pkInput) (*bucketChanges, error) {
+func (p *pkTable) prepare(lay *pkLayout, b int, refs []rowRef, inputs []pkInput, w Writer) (*bucketChanges, error) {
 	// Buffers are sized from the first row, to spare their growth.
 	first := inputs[refs[0].in].rec
 	keyLen := len(lay.key(nil, first.Columns(), int(refs[0].row)))
@@ -273,7 +280,7 @@ func (p *pkTable) prepare(lay *pkLayout, b int, refs []rowRef, inputs []pkInput)
 	if c.records == 0 {
 		return c, nil
 	}
-	c.batch, err = out.finish()
+	c.batch, err = out.finish(w)
 	return c, err
 }
 
@@ -359,9 +366,9 @@ func (b *changeBuilder) add(ct columnarlog.ChangeType, vals []rowenc.Value) erro
 	return nil
 }
 
-// finish encodes the records as one compressed log batch with statistics
-// and change types.
-func (b *changeBuilder) finish() (columnarlog.Batch, error) {
+// finish encodes the records as one compressed log batch of writer w with
+// statistics and change types.
+func (b *changeBuilder) finish(w Writer) (columnarlog.Batch, error) {
 	rec := b.rb.NewRecordBatch()
 	defer rec.Release()
 	stats, err := columnarlog.EncodeStats(computeStats(rec))
@@ -377,6 +384,8 @@ func (b *changeBuilder) finish() (columnarlog.Batch, error) {
 	return columnarlog.NewBatch(columnarlog.Header{
 		Codec:       columnarlog.Codec(codec),
 		SchemaID:    def.SchemaID,
+		WriterID:    w.ID,
+		WriterSeq:   w.Seq,
 		RecordCount: int32(rec.NumRows()),
 	}, stats, b.cts, msg)
 }

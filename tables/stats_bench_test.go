@@ -61,7 +61,9 @@ func BenchmarkEncodeBatch(b *testing.B) {
 		b.Run(codec.String(), func(b *testing.B) {
 			var with, without time.Duration
 			encodes := []func() (columnarlog.Batch, error){
-				func() (columnarlog.Batch, error) { return encodeBatch(rec, 1, codec, memory.DefaultAllocator) },
+				func() (columnarlog.Batch, error) {
+					return encodeBatch(rec, 1, Writer{}, codec, memory.DefaultAllocator)
+				},
 				func() (columnarlog.Batch, error) { return encodeWithoutStats(rec, codec) },
 			}
 			took := []*time.Duration{&with, &without}

@@ -221,7 +221,8 @@ func (s *Store) openLog(def *catalog.Table, create bool) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Table{store: s, log: tl, mem: s.cfg.Mem, cache: s.cache, limit: s.cfg.Limits}
+	t := &Table{store: s, log: tl, mem: s.cfg.Mem, cache: s.cache, limit: s.cfg.Limits,
+		writers: newWriters(tl.Writers(), s.cfg.Log.WriterExpiry, s.cfg.Log.Now)}
 	t.def.Store(def)
 	if def.HasPrimaryKey() {
 		if err := s.openPK(t, dir); err != nil {

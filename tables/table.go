@@ -26,6 +26,8 @@ type Table struct {
 	pk    *pkTable      // the key index of a primary-key table; nil: a log table
 	rr    atomic.Uint64 // round-robin bucket of the next keyless batch
 	limit Limits
+	// writers are the table's idempotent writers (writers.go).
+	writers *writers
 
 	// defMu orders definition changes against appends: an append holds it
 	// shared from its schema check to the log's acknowledgement, and a new
@@ -57,8 +59,8 @@ func (t *Table) setDef(def *catalog.Table) {
 func (t *Table) Log() *columnarlog.TableLog { return t.log }
 
 // encode splits the records by bucket and encodes each piece as a log
-// batch, compressing in parallel.
-func (t *Table) encode(ctx context.Context, def *catalog.Table, recs []arrow.RecordBatch) ([][]columnarlog.Batch, int64, error) {
+// batch of writer w (none when w.ID is 0), compressing in parallel.
+func (t *Table) encode(ctx context.Context, def *catalog.Table, recs []arrow.RecordBatch, w Writer) ([][]columnarlog.Batch, int64, error) {
 	n := t.log.Buckets()
 	type job struct {
 		bucket int
@@ -104,7 +106,7 @@ func (t *Table) encode(ctx context.Context, def *catalog.Table, recs []arrow.Rec
 	batches := make([]columnarlog.Batch, len(jobs))
 	codec := codecOf(def.Options.LogCompression)
 	err := parallel(ctx, len(jobs), func(i int) error {
-		b, err := encodeBatch(jobs[i].rec, def.SchemaID, codec, t.mem)
+		b, err := encodeBatch(jobs[i].rec, def.SchemaID, w, codec, t.mem)
 		batches[i] = b
 		return err
 	})
@@ -131,7 +133,7 @@ func codecOf(c catalog.Compression) arrowmsg.Codec {
 // encodeBatch compresses rec once, into a log batch with the statistics of
 // its columns. The batch is built in place: header, statistics, then the
 // Arrow message appended after them, with no copy of the message.
-func encodeBatch(rec arrow.RecordBatch, schemaID int32, codec arrowmsg.Codec, mem memory.Allocator) (columnarlog.Batch, error) {
+func encodeBatch(rec arrow.RecordBatch, schemaID int32, w Writer, codec arrowmsg.Codec, mem memory.Allocator) (columnarlog.Batch, error) {
 	if rec.NumRows() > 1<<31-1 {
 		return nil, fmt.Errorf("%d rows in one record, over the 2^31-1 limit", rec.NumRows())
 	}
@@ -148,6 +150,8 @@ func encodeBatch(rec arrow.RecordBatch, schemaID int32, codec arrowmsg.Codec, me
 		Codec:       columnarlog.Codec(codec),
 		Stats:       true,
 		SchemaID:    schemaID,
+		WriterID:    w.ID,
+		WriterSeq:   w.Seq,
 		RecordCount: int32(rec.NumRows()),
 	})
 }
