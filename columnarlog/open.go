@@ -269,6 +269,11 @@ func (l *Log) installActiveLocked(a activeScan) {
 	if invariants.Enabled && res.next < l.committed.Load() {
 		invariants.Failf("committed never moves back", "%s: cut to %d below the committed offset %d", l.dir, res.next, l.committed.Load())
 	}
+	// Invariant: the durable end is never below the high watermark
+	// (math.MaxInt64 in a log that is not replicated).
+	if hw := l.hw.Load(); invariants.Enabled && hw != math.MaxInt64 && res.next < hw {
+		invariants.Failf("high watermark <= durable end", "%s: cut to %d below the high watermark %d", l.dir, res.next, hw)
+	}
 	if l.durable.Swap(res.next) != res.next {
 		signal(&l.notifyDurable)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakestream/lakestream/internal/invariants"
 	"github.com/lakestream/lakestream/internal/vfs"
 )
 
@@ -575,5 +576,44 @@ func visibleBatches(t testing.TB, l *Log) []Batch {
 			return out
 		}
 		out = append(out, bs...)
+	}
+}
+
+// Under -tags invariants, the replication checks fire when broken by hand.
+func TestReplicaInvariantChecksFire(t *testing.T) {
+	if !invariants.Enabled {
+		t.Skip("the checks are compiled in with -tags invariants")
+	}
+	for _, c := range []struct {
+		invariant string
+		breakIt   func(t *testing.T, tl *TableLog)
+	}{
+		{"high watermark <= durable end", func(t *testing.T, tl *TableLog) {
+			tl.Bucket(0).hw.Store(100) // above the durable end; committed stays 0
+			tl.Truncate(0, 2)
+		}},
+		{"leader epochs never decrease", func(t *testing.T, tl *TableLog) {
+			l := tl.Bucket(0)
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			l.noteEpochLocked(0, l.mu.next)
+		}},
+	} {
+		t.Run(c.invariant, func(t *testing.T) {
+			r := newReplica(t, 1, newClock(recoveryEpoch))
+			if err := r.tl.Bucket(0).BecomeLeader(3); err != nil {
+				t.Fatal(err)
+			}
+			appendRows(t, r.tl, 0, 1, 2, 10)
+			appendRows(t, r.tl, 0, 2, 2, 10)
+			defer func() {
+				var v *invariants.Violation
+				err, _ := recover().(error)
+				if !errors.As(err, &v) || v.Invariant != c.invariant {
+					t.Fatalf("got %v, want a violation of %q", err, c.invariant)
+				}
+			}()
+			c.breakIt(t, r.tl)
+		})
 	}
 }
