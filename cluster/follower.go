@@ -57,31 +57,24 @@ func (f *follower) run(ctx context.Context) error {
 }
 
 // reconcile cuts the tail that the leader's log does not have, found from
-// the epoch histories (Kafka's KIP-279): where the leader's copy of the
-// follower's last epoch ends, or, when the leader never had that epoch,
-// where the last epoch both had ends.
+// the two epoch histories (Log.Divergence asks the leader where its epochs
+// end until they agree).
 func (f *follower) reconcile(ctx context.Context) error {
-	last := f.log.LastEpoch()
-	if last < 0 {
-		return nil
-	}
-	resp, err := f.tr.EndForEpoch(ctx, f.leaderAddr, EpochRequest{BucketRef: f.ref, Epoch: f.epoch, Asked: last})
+	to, err := f.log.Divergence(func(epoch int32) (int32, int64, error) {
+		resp, err := f.tr.EndForEpoch(ctx, f.leaderAddr, EpochRequest{BucketRef: f.ref, Epoch: f.epoch, Asked: epoch})
+		if err != nil {
+			return 0, 0, err
+		}
+		if err := f.check(resp.Code, resp.Epoch, resp.Message); err != nil {
+			return 0, 0, err
+		}
+		return resp.FoundEpoch, resp.EndOffset, nil
+	})
 	if err != nil {
 		return err
 	}
-	if err := f.check(resp.Code, resp.Epoch, resp.Message); err != nil {
-		return err
-	}
-	to := resp.EndOffset
-	switch {
-	case resp.FoundEpoch < 0:
-		to = f.log.Start() // nothing of ours is in the leader's history
-	case resp.FoundEpoch < last:
-		_, ours := f.log.EndForEpoch(resp.FoundEpoch)
-		to = min(to, ours)
-	}
-	if to < f.log.Durable() {
-		f.logger.Info("replica truncates a divergent tail", "bucket", f.ref.String(), "from", f.log.Durable(), "to", to, "epoch", last, "leader_epoch", resp.Epoch)
+	if durable := f.log.Durable(); to < durable {
+		f.logger.Info("replica truncates a divergent tail", "bucket", f.ref.String(), "from", durable, "to", to, "epoch", f.log.LastEpoch(), "leader_epoch", f.epoch)
 		if err := f.log.Truncate(to); err != nil {
 			return fmt.Errorf("truncate %s to %d: %w", f.ref, to, err)
 		}

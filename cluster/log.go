@@ -30,6 +30,11 @@ type Log interface {
 	// most epoch in the history and its end offset, (-1, -1) when none.
 	LastEpoch() int32
 	EndForEpoch(epoch int32) (int32, int64)
+	// Divergence is the offset the log must be cut back to before it
+	// fetches from a new leader: the end of the longest prefix it shares
+	// with the leader's log, found by asking the leader where epochs end
+	// (endForEpoch) until the two epoch histories agree (Kafka's KIP-279).
+	Divergence(endForEpoch func(epoch int32) (int32, int64, error)) (int64, error)
 	// HighWatermark is what readers see up to; SetHighWatermark moves it
 	// up (never down), at most to Durable().
 	HighWatermark() int64

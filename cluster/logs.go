@@ -26,6 +26,10 @@ func (l bucketLog) HighWatermark() int64               { return l.t.HighWatermar
 func (l bucketLog) SetHighWatermark(hw int64)          { l.t.SetHighWatermark(l.b, hw) }
 func (l bucketLog) EndForEpoch(e int32) (int32, int64) { return l.log().EndForEpoch(e) }
 
+func (l bucketLog) Divergence(ask func(int32) (int32, int64, error)) (int64, error) {
+	return l.log().Divergence(ask)
+}
+
 func (l bucketLog) LastEpoch() int32 {
 	h := l.log().EpochHistory()
 	if len(h) == 0 {

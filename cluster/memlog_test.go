@@ -174,6 +174,37 @@ func (m *memLog) EndForEpoch(epoch int32) (int32, int64) {
 	return -1, -1
 }
 
+// Divergence asks the leader for the follower's last epoch, then for its
+// own largest epoch at or below each answer, until the two agree, as the
+// real log does.
+func (m *memLog) Divergence(ask func(int32) (int32, int64, error)) (int64, error) {
+	m.mu.Lock()
+	if len(m.history) == 0 {
+		defer m.mu.Unlock()
+		return m.end, nil
+	}
+	floor := max(m.history[0].start, m.hw)
+	e := m.history[len(m.history)-1].epoch
+	m.mu.Unlock()
+	for {
+		el, endL, err := ask(e)
+		if err != nil {
+			return 0, err
+		}
+		if el < 0 {
+			return floor, nil
+		}
+		ef, endF := m.EndForEpoch(el)
+		switch {
+		case ef == el:
+			return max(min(endL, endF), m.HighWatermark()), nil
+		case ef < 0:
+			return floor, nil
+		}
+		e = ef
+	}
+}
+
 func (m *memLog) HighWatermark() int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()

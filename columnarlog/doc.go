@@ -36,8 +36,8 @@
 //     batches from an offset, as stored, each checked as it is read from
 //     disk; Notify is closed when the committed offset moves, Done when the
 //     log closes, so readers wait without polling.
-//   - Replication (replica.go, epochs.go), for a TableLog opened with
-//     Options.Replicated: per bucket a leader-epoch history (BecomeLeader,
+//   - Replication (replica.go, epochs.go, highwater.go), for a TableLog
+//     opened with Options.Replicated: per bucket a leader-epoch history (BecomeLeader,
 //     EndForEpoch, Divergence), follower appends that store a leader's
 //     batches unchanged (AppendReplica), truncation of a divergent tail
 //     (Truncate), and a high watermark (SetHighWatermark, checkpointed)

@@ -112,8 +112,8 @@ func withEpoch(entries []EpochEntry, epoch int32, start int64) []EpochEntry {
 	return append(out, EpochEntry{Epoch: epoch, Start: start})
 }
 
-// cutEpochs returns the entries starting below to (inclusive false) or at
-// or below it (inclusive true), and whether any was dropped.
+// cutEpochs drops the entries starting above offset to, and with inclusive
+// the one starting at to too, and says whether it dropped any.
 func cutEpochs(entries []EpochEntry, to int64, inclusive bool) ([]EpochEntry, bool) {
 	i := sort.Search(len(entries), func(i int) bool {
 		return entries[i].Start > to || inclusive && entries[i].Start == to

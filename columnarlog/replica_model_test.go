@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -91,7 +92,7 @@ func (m *replModel) elect(r int) {
 func (m *replModel) step() {
 	t, rng := m.t, m.rng
 	m.clock.add(time.Duration(rng.IntN(3000)) * time.Millisecond)
-	switch op := rng.IntN(20); {
+	switch op := rng.IntN(22); {
 	case op < 8: // a write on the leader
 		m.writes++
 		parts := writeParts(t, rng, m.writes, modelBuckets)
@@ -112,6 +113,30 @@ func (m *replModel) step() {
 			// A restarted follower cuts its divergent tail again.
 			m.reconciled[r] = make([]bool, modelBuckets)
 		}
+	case op < 20: // a follower crashes in the middle of a fetch
+		f := (m.leader + 1 + rng.IntN(modelReplicas-1)) % modelReplicas
+		m.crashDuring(f, func() {
+			leader, follower := m.reps[m.leader].tl, m.reps[f].tl
+			for b := range modelBuckets {
+				if !m.reconciled[f][b] {
+					if err := reconcile(t, leader, follower, b); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if _, err := fetch(t, leader, follower, b); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+		m.reconciled[f] = make([]bool, modelBuckets)
+	case op < 21: // the leader crashes in the middle of a write
+		m.writes++
+		parts := writeParts(t, rng, m.writes, modelBuckets)
+		m.crashDuring(m.leader, func() {
+			if _, err := m.reps[m.leader].tl.Append(parts); err != nil {
+				t.Fatal(err)
+			}
+		})
 	default:
 		if err := m.reps[rng.IntN(modelReplicas)].tl.CheckpointHighWatermarks(); err != nil {
 			t.Fatal(err)
@@ -183,4 +208,30 @@ func (m *replModel) check() {
 			checkEpochsAgree(t, l)
 		}
 	}
+}
+
+// crashDuring runs op on replica r, crashing it at a random one of the
+// filesystem operations op does: what op did is not acknowledged, and the
+// replica restarts from what the crash left.
+func (m *replModel) crashDuring(r int, op func()) {
+	rep := m.reps[r]
+	fs := rep.fs
+	at := int64(1 + m.rng.IntN(40))
+	co := vfs.CrashOptions{KeepUnsynced: m.rng.IntN(2) == 0, Rand: rand.New(rand.NewPCG(m.rng.Uint64(), 1))}
+	var n atomic.Int64
+	var crashed atomic.Pointer[vfs.MemFS]
+	fs.InjectError(func(vfs.Op, string) error {
+		if n.Add(1) == at {
+			crashed.Store(fs.CrashClone(co))
+		}
+		return nil
+	})
+	op()
+	fs.InjectError(nil)
+	if c := crashed.Load(); c != nil {
+		rep.fs = c
+	} else {
+		rep.fs = fs.CrashClone(co) // op ended first: a crash right after it
+	}
+	rep.open(m.t)
 }
