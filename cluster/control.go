@@ -97,21 +97,26 @@ func (c *Controller) Step(ctx context.Context) error {
 }
 
 // StoreISRChange is the ISRChange of a bucket this node leads: a
-// compare-and-set of the in-sync set, refused when the stored bucket is at
-// another epoch or led by another node (the leader's view is stale).
+// compare-and-set of the in-sync set on the version the leader computed it
+// from, refused when the store moved on (another change, another epoch or
+// leader: the leader's view is stale).
 func StoreISRChange(store meta.Store, self string) func(BucketRef) ISRChange {
 	return func(ref BucketRef) ISRChange {
-		return func(ctx context.Context, epoch int32, isr []string) error {
+		return func(ctx context.Context, epoch int32, base int64, isr []string) (int64, error) {
 			b, err := store.Bucket(ctx, ref)
 			if err != nil {
-				return err
+				return 0, err
 			}
-			if b.Epoch != epoch || b.Leader != self {
-				return fmt.Errorf("%s is at epoch %d led by %q, not %d by %q: %w", ref, b.Epoch, b.Leader, epoch, self, meta.ErrConflict)
+			if b.Version != base || b.Epoch != epoch || b.Leader != self {
+				return 0, fmt.Errorf("%s is at version %d, epoch %d, led by %q; the proposal is of version %d, epoch %d, by %q: %w",
+					ref, b.Version, b.Epoch, b.Leader, base, epoch, self, meta.ErrConflict)
 			}
 			b.ISR = slices.Clone(isr)
-			_, err = store.UpdateBucket(ctx, b)
-			return err
+			stored, err := store.UpdateBucket(ctx, b)
+			if err != nil {
+				return 0, err
+			}
+			return stored.Version, nil
 		}
 	}
 }
@@ -152,7 +157,7 @@ func applyAll(ctx context.Context, store meta.Store, r *Replicas, minISR func(Bu
 		if !slices.Contains(b.Replicas, r.cfg.NodeID) || !r.holds(b.Key) {
 			continue
 		}
-		a := Assignment{Ref: b.Key, Leader: b.Leader, Epoch: b.Epoch, ISR: b.ISR, MinISR: minISR(b.Key)}
+		a := Assignment{Ref: b.Key, Replicas: b.Replicas, Leader: b.Leader, Epoch: b.Epoch, ISR: b.ISR, MinISR: minISR(b.Key), Version: b.Version}
 		if b.Leader != "" {
 			a.LeaderAddr = addr(b.Leader)
 		}

@@ -73,8 +73,12 @@ func (f *follower) reconcile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if durable := f.log.Durable(); to < durable {
-		f.logger.Info("replica truncates a divergent tail", "bucket", f.ref.String(), "from", durable, "to", to, "epoch", f.log.LastEpoch(), "leader_epoch", f.epoch)
+	// Cut even at the end: the cut also drops an epoch this replica led
+	// without appending to it, which would refuse the leader's batches.
+	if durable := f.log.Durable(); to <= durable {
+		if to < durable {
+			f.logger.Info("replica truncates a divergent tail", "bucket", f.ref.String(), "from", durable, "to", to, "epoch", f.log.LastEpoch(), "leader_epoch", f.epoch)
+		}
 		if err := f.log.Truncate(to); err != nil {
 			return fmt.Errorf("truncate %s to %d: %w", f.ref, to, err)
 		}

@@ -19,77 +19,104 @@ var ErrNotLeader = errors.New("not the bucket's leader")
 var ErrNotEnoughReplicas = errors.New("not enough in-sync replicas")
 
 // ISRChange proposes a new in-sync set for a bucket the node leads at
-// epoch; it is written to the metadata store by compare-and-set and fails
-// when the leader's view is stale. The leader applies it once it returns
-// nil.
-type ISRChange func(ctx context.Context, epoch int32, isr []string) error
+// epoch, computed from the stored bucket of version base: it is written to
+// the metadata store by compare-and-set on base, and fails when the store
+// moved on. It returns the stored version.
+type ISRChange func(ctx context.Context, epoch int32, base int64, isr []string) (int64, error)
 
 // leader is the leader's side of one bucket: the followers' ends, the high
 // watermark, the acknowledgements waiting for it, and the in-sync set.
 //
-// Invariant: hw <= every in-sync replica's end, and hw never moves back
-// while the node leads at this epoch.
+// Invariants: hw <= the end of every member of isr and of pending, and hw
+// never moves back while the node leads at this epoch. A follower counts
+// for the high watermark from the moment the leader proposes it (pending),
+// before the store has it in the in-sync set: otherwise the watermark could
+// pass its end between the store's acceptance and the leader's, and the
+// store would then have an in-sync member without acknowledged rows.
 type leader struct {
-	self   string
-	log    Log
-	lagMax time.Duration
-	now    func() time.Time
+	self     string
+	log      Log
+	lagMax   time.Duration
+	now      func() time.Time
+	replicas []string
 
 	mu struct {
 		sync.Mutex
-		epoch    int32
-		minISR   int
-		isr      []string             // sorted, self included
-		ends     map[string]int64     // each follower's end as of its last fetch
-		caughtUp map[string]time.Time // when each follower last reached the leader's end
-		deposed  bool
-		moved    chan struct{} // closed when hw moves or leadership ends
+		epoch     int32
+		minISR    int
+		isr       []string             // sorted, self included: the store's, as of version
+		version   int64                // the store version of isr
+		pending   string               // a follower proposed to join, counted in hw already
+		proposing bool                 // one proposal at a time
+		hw        int64                // this leadership's high watermark; frozen by depose
+		ends      map[string]int64     // each follower's end as of its last fetch
+		lastSent  map[string]int64     // the leader's end in its last answer to each
+		caughtUp  map[string]time.Time // when each follower last reached lastSent
+		deposed   bool
+		moved     chan struct{} // closed when hw moves, the set changes or leadership ends
 	}
 }
 
-func newLeader(self string, log Log, epoch int32, isr []string, minISR int, lagMax time.Duration, now func() time.Time) *leader {
-	l := &leader{self: self, log: log, lagMax: lagMax, now: now}
-	l.mu.epoch = epoch
-	l.mu.minISR = minISR
-	l.mu.isr = sortedSet(isr)
+func newLeader(self string, log Log, a Assignment, lagMax time.Duration, now func() time.Time) *leader {
+	l := &leader{self: self, log: log, lagMax: lagMax, now: now, replicas: slices.Clone(a.Replicas)}
+	l.mu.epoch = a.Epoch
+	l.mu.minISR = max(a.MinISR, 1)
+	l.mu.isr = sortedSet(a.ISR)
+	l.mu.version = a.Version
+	l.mu.hw = log.HighWatermark()
 	l.mu.ends = map[string]int64{}
+	l.mu.lastSent = map[string]int64{}
 	l.mu.caughtUp = map[string]time.Time{}
 	start := now()
-	for _, id := range isr {
+	for _, id := range a.ISR {
 		l.mu.caughtUp[id] = start // in sync when elected: the lag clock starts now
 	}
 	l.mu.moved = make(chan struct{})
 	return l
 }
 
+// isReplica says whether id holds a replica of the bucket: only those may
+// fetch as followers.
+func (l *leader) isReplica(id string) bool { return id != l.self && slices.Contains(l.replicas, id) }
+
 // fetched records that follower holds everything below end (it fetches
-// from there) and moves the high watermark. It returns the in-sync set the
-// leader should propose, or nil when it stays.
-func (l *leader) fetched(follower string, end int64) (propose []string) {
-	durable := l.log.Durable()
+// from there) and moves the high watermark. A follower is caught up when
+// it reached the leader's end as of the previous answer to it (Kafka's
+// rule: under steady writes the end moves during every round trip). It
+// returns the in-sync set the leader should propose, with its base
+// version, or nil when it stays or a proposal is under way.
+func (l *leader) fetched(follower string, end int64) (propose []string, base int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.mu.ends[follower] = end
-	if end >= durable {
+	if sent, ok := l.mu.lastSent[follower]; ok && end >= sent {
 		l.mu.caughtUp[follower] = l.now()
 	}
-	l.advanceLocked(durable)
-	if !slices.Contains(l.mu.isr, follower) && end >= l.log.HighWatermark() && end >= durable {
-		// Caught up with the leader's end: back in sync (Kafka lets a
-		// follower in once it reaches the high watermark; waiting for the
-		// end keeps a follower that only ever trails out of the set).
-		return sortedSet(append(slices.Clone(l.mu.isr), follower))
+	l.advanceLocked()
+	if l.mu.deposed || l.mu.proposing || slices.Contains(l.mu.isr, follower) || end < l.mu.hw {
+		return nil, 0
 	}
-	return nil
+	// At or above the high watermark it holds every acknowledged row:
+	// it joins, counted from now on.
+	l.mu.pending, l.mu.proposing = follower, true
+	return sortedSet(append(slices.Clone(l.mu.isr), follower)), l.mu.version
+}
+
+// sent records the leader's end in an answer to follower.
+func (l *leader) sent(follower string, end int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.lastSent[follower] = end
 }
 
 // advanceLocked moves the high watermark to the least end over the
-// in-sync set, the leader's own durable end included.
-func (l *leader) advanceLocked(durable int64) {
+// in-sync set and the pending member, the leader's own durable end
+// included.
+func (l *leader) advanceLocked() {
 	if l.mu.deposed {
 		return
 	}
-	hw := durable
+	hw := l.log.Durable()
 	for _, id := range l.mu.isr {
 		if id == l.self {
 			continue
@@ -100,27 +127,38 @@ func (l *leader) advanceLocked(durable int64) {
 		}
 		hw = min(hw, end)
 	}
-	if hw > l.log.HighWatermark() {
-		l.log.SetHighWatermark(hw)
-		close(l.mu.moved)
-		l.mu.moved = make(chan struct{})
+	if p := l.mu.pending; p != "" {
+		hw = min(hw, l.mu.ends[p])
 	}
+	if hw > l.mu.hw {
+		l.mu.hw = hw
+		l.log.SetHighWatermark(hw)
+		l.signalLocked()
+	}
+}
+
+func (l *leader) signalLocked() {
+	close(l.mu.moved)
+	l.mu.moved = make(chan struct{})
 }
 
 // durableMoved is called when the leader's own durable end moves: with no
 // other in-sync replica that alone moves the watermark.
 func (l *leader) durableMoved() {
-	durable := l.log.Durable()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.advanceLocked(durable)
+	l.advanceLocked()
 }
 
 // lagging returns the in-sync set without the followers that have not
-// caught up for lagMax, or nil when none is lagging.
-func (l *leader) lagging() []string {
+// caught up for lagMax, with its base version, or nil when none is
+// lagging or a proposal is under way.
+func (l *leader) lagging() ([]string, int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.mu.deposed || l.mu.proposing {
+		return nil, 0
+	}
 	now := l.now()
 	var keep []string
 	dropped := false
@@ -132,29 +170,46 @@ func (l *leader) lagging() []string {
 		keep = append(keep, id)
 	}
 	if !dropped {
-		return nil
+		return nil, 0
 	}
-	return keep
+	l.mu.proposing = true
+	return keep, l.mu.version
 }
 
-// setISR applies an in-sync set the metadata store accepted (the leader's
-// proposal, or the controller's), at the leader's epoch.
-func (l *leader) setISR(epoch int32, isr []string) {
-	durable := l.log.Durable()
+// proposed ends a proposal: stored at version (ok), or refused.
+func (l *leader) proposed(isr []string, version int64, ok bool) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if epoch != l.mu.epoch {
+	l.mu.proposing = false
+	epoch := l.mu.epoch
+	if !ok {
+		l.mu.pending = ""
+		l.mu.Unlock()
 		return
 	}
-	l.mu.isr = sortedSet(isr)
+	l.mu.Unlock()
+	l.setISR(epoch, version, isr)
+}
+
+// setISR applies an in-sync set the metadata store holds at version (the
+// leader's proposal, or the controller's); an older version than the one
+// applied is ignored.
+func (l *leader) setISR(epoch int32, version int64, isr []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if epoch != l.mu.epoch || version <= l.mu.version {
+		return
+	}
+	l.mu.isr, l.mu.version = sortedSet(isr), version
+	if slices.Contains(l.mu.isr, l.mu.pending) {
+		l.mu.pending = ""
+	}
 	for _, id := range l.mu.isr {
 		if _, ok := l.mu.caughtUp[id]; !ok {
 			l.mu.caughtUp[id] = l.now()
 		}
 	}
-	l.advanceLocked(durable)
-	close(l.mu.moved) // waiters re-check the in-sync count
-	l.mu.moved = make(chan struct{})
+	l.advanceLocked()
+	l.signalLocked() // waiters re-check the in-sync count
 }
 
 // isr is the current in-sync set.
@@ -162,6 +217,13 @@ func (l *leader) isr() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.Clone(l.mu.isr)
+}
+
+// highWatermark is this leadership's high watermark.
+func (l *leader) highWatermark() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.hw
 }
 
 // checkWrite refuses a write before it is appended when too few replicas
@@ -178,14 +240,16 @@ func (l *leader) checkWrite() error {
 	return nil
 }
 
-// waitAcked waits until the high watermark reaches end, the end of a write
-// appended at this epoch: then min.insync.replicas hold it.
+// waitAcked waits until this leadership's high watermark reaches end, the
+// end of a write appended at its epoch: then min.insync.replicas hold it.
+// The watermark is the leadership's own, frozen when it ends, not the
+// log's, which the node's next role moves.
 func (l *leader) waitAcked(ctx context.Context, end int64) error {
 	for {
 		l.mu.Lock()
-		deposed, moved, n, minISR := l.mu.deposed, l.mu.moved, len(l.mu.isr), l.mu.minISR
+		hw, deposed, moved, n, minISR := l.mu.hw, l.mu.deposed, l.mu.moved, len(l.mu.isr), l.mu.minISR
 		l.mu.Unlock()
-		if l.log.HighWatermark() >= end {
+		if hw >= end {
 			if n < minISR {
 				// Replicated by the set that was in sync, which has
 				// since shrunk below the minimum: the write may be
@@ -205,15 +269,22 @@ func (l *leader) waitAcked(ctx context.Context, end int64) error {
 	}
 }
 
-// depose ends the node's leadership: waiting writes fail with ErrNotLeader.
+// depose ends the node's leadership: the high watermark stops, and
+// waiting writes fail with ErrNotLeader.
 func (l *leader) depose() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.mu.deposed {
 		l.mu.deposed = true
-		close(l.mu.moved)
-		l.mu.moved = make(chan struct{})
+		l.signalLocked()
 	}
+}
+
+// isDeposed says whether the leadership has ended.
+func (l *leader) isDeposed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.deposed
 }
 
 func sortedSet(ids []string) []string {

@@ -56,12 +56,18 @@ func (l bucketLog) Read(from int64, maxBytes int) ([]byte, error) {
 	if got := batches[0].BaseOffset(); got != from {
 		return nil, fmt.Errorf("offset %d is inside the batch at %d, not at a batch boundary", from, got)
 	}
-	n := 0
+	// The reader returns maxBytes or more: keep to maxBytes, the first
+	// batch whatever its size.
+	n, keep := 0, 0
 	for _, b := range batches {
+		if keep > 0 && n+b.Size() > maxBytes {
+			break
+		}
 		n += b.Size()
+		keep++
 	}
 	out := make([]byte, 0, n)
-	for _, b := range batches {
+	for _, b := range batches[:keep] {
 		out = append(out, b...)
 	}
 	return out, nil

@@ -13,11 +13,13 @@ import (
 // node applies to the replica it holds.
 type Assignment struct {
 	Ref        BucketRef
+	Replicas   []string
 	Leader     string // node id; "" when the bucket has no leader
 	LeaderAddr string // where the leader serves replication
 	Epoch      int32
 	ISR        []string
-	MinISR     int // min.insync.replicas
+	MinISR     int   // min.insync.replicas
+	Version    int64 // the store's version of the bucket: orders in-sync set changes
 }
 
 // Replicas holds the replicas of the buckets on one node and runs each
@@ -46,6 +48,7 @@ type replica struct {
 	mu      sync.Mutex
 	role    Assignment // the assignment applied last
 	applied bool       // whether any was
+	removed bool       // Remove or Close took it out: no role starts again
 	lead    *leader    // set while the node leads
 	stop    func()     // ends the role's goroutines and waits for them
 }
@@ -85,6 +88,7 @@ func (r *Replicas) Remove(ref BucketRef) {
 	r.mu.Unlock()
 	if rep != nil {
 		rep.mu.Lock()
+		rep.removed = true
 		rep.stopRoleLocked()
 		rep.mu.Unlock()
 	}
@@ -102,6 +106,7 @@ func (r *Replicas) Close() {
 	r.mu.Unlock()
 	for _, rep := range reps {
 		rep.mu.Lock()
+		rep.removed = true
 		rep.stopRoleLocked()
 		rep.mu.Unlock()
 	}
@@ -129,15 +134,20 @@ func (r *Replicas) Apply(a Assignment) error {
 	}
 	rep.mu.Lock()
 	defer rep.mu.Unlock()
+	if rep.removed {
+		return fmt.Errorf("%s: replica removed", a.Ref)
+	}
 	cur := rep.role
 	switch {
 	case !rep.applied:
 	case a.Epoch < cur.Epoch:
 		return nil
 	case a.Epoch == cur.Epoch && a.Leader == cur.Leader && a.LeaderAddr == cur.LeaderAddr:
-		rep.role.ISR = slices.Clone(a.ISR)
+		if a.Version > cur.Version {
+			rep.role.ISR, rep.role.Version = slices.Clone(a.ISR), a.Version
+		}
 		if rep.lead != nil {
-			rep.lead.setISR(a.Epoch, a.ISR)
+			rep.lead.setISR(a.Epoch, a.Version, a.ISR)
 		}
 		return nil
 	}
@@ -145,7 +155,11 @@ func (r *Replicas) Apply(a Assignment) error {
 	rep.role, rep.applied = a, true
 	switch a.Leader {
 	case r.cfg.NodeID:
-		return r.leadLocked(rep, a)
+		if err := r.leadLocked(rep, a); err != nil {
+			rep.applied = false // the next assignment tries again
+			return err
+		}
+		return nil
 	case "":
 		return nil
 	default:
@@ -161,7 +175,7 @@ func (r *Replicas) leadLocked(rep *replica, a Assignment) error {
 	if err := rep.log.BecomeLeader(a.Epoch); err != nil {
 		return fmt.Errorf("%s: lead at epoch %d: %w", a.Ref, a.Epoch, err)
 	}
-	l := newLeader(r.cfg.NodeID, rep.log, a.Epoch, a.ISR, max(a.MinISR, 1), r.cfg.ReplicaLagMax, r.cfg.Now)
+	l := newLeader(r.cfg.NodeID, rep.log, a, r.cfg.ReplicaLagMax, r.cfg.Now)
 	rep.lead = l
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -188,25 +202,27 @@ func (r *Replicas) runLeader(ctx context.Context, log Log, l *leader, epoch int3
 			return
 		case <-notify:
 		case <-tick.C:
-			if isr := l.lagging(); isr != nil {
-				r.propose(ctx, l, epoch, isr, change)
+			if isr, base := l.lagging(); isr != nil {
+				r.propose(ctx, l, epoch, base, isr, change)
 			}
 		}
 	}
 }
 
-// propose writes an in-sync set to the metadata store and applies it once
-// stored; a refusal means the view is stale, and the next assignment the
-// node reads brings the truth.
-func (r *Replicas) propose(ctx context.Context, l *leader, epoch int32, isr []string, change ISRChange) {
+// propose writes an in-sync set, computed from the stored bucket of version
+// base, to the metadata store and applies it once stored; a refusal means
+// the view is stale, and the next assignment the node reads brings the
+// truth.
+func (r *Replicas) propose(ctx context.Context, l *leader, epoch int32, base int64, isr []string, change ISRChange) {
 	if change == nil {
+		l.proposed(isr, 0, false)
 		return
 	}
-	if err := change(ctx, epoch, isr); err != nil {
-		r.cfg.Logger.Warn("in-sync set change refused", "isr", isr, "epoch", epoch, "error", err)
-		return
+	version, err := change(ctx, epoch, base, isr)
+	if err != nil {
+		r.cfg.Logger.Info("in-sync set change refused", "isr", isr, "epoch", epoch, "error", err)
 	}
-	l.setISR(epoch, isr)
+	l.proposed(isr, version, err == nil)
 }
 
 // followLocked starts the follower's loop; with the leader's address not
@@ -279,17 +295,20 @@ func (r *Replicas) fetch(ctx context.Context, q FetchRequest) FetchResponse {
 	if code, msg := fence(l, role, q.Epoch); code != CodeOK {
 		return FetchResponse{Code: code, Epoch: role.Epoch, Message: msg}
 	}
+	if !l.isReplica(q.Follower) {
+		return FetchResponse{Code: CodeBadRequest, Epoch: role.Epoch, Message: fmt.Sprintf("%q holds no replica of %s", q.Follower, q.BucketRef)}
+	}
 	log := rep.log
 	start, durable := log.Start(), log.Durable()
 	if q.Offset < start || q.Offset > durable {
 		return FetchResponse{Code: CodeOutOfRange, Epoch: role.Epoch, Start: start, End: durable,
 			Message: fmt.Sprintf("offset %d is outside the leader's log [%d, %d)", q.Offset, start, durable)}
 	}
-	if isr := l.fetched(q.Follower, q.Offset); isr != nil {
-		r.propose(ctx, l, role.Epoch, isr, r.isrChange(q.BucketRef))
+	if isr, base := l.fetched(q.Follower, q.Offset); isr != nil {
+		r.propose(ctx, l, role.Epoch, base, isr, r.isrChange(q.BucketRef))
 	}
 	if q.Offset == durable && q.MaxWaitMs > 0 {
-		wait := time.NewTimer(time.Duration(q.MaxWaitMs) * time.Millisecond)
+		wait := time.NewTimer(min(time.Duration(q.MaxWaitMs)*time.Millisecond, r.cfg.FetchMaxWait))
 		select {
 		case <-log.NotifyDurable():
 		case <-wait.C:
@@ -305,7 +324,14 @@ func (r *Replicas) fetch(ctx context.Context, q FetchRequest) FetchResponse {
 			return FetchResponse{Code: CodeOutOfRange, Epoch: role.Epoch, Message: fmt.Sprintf("read from %d: %v", q.Offset, err)}
 		}
 	}
-	return FetchResponse{Code: CodeOK, Epoch: role.Epoch, HW: log.HighWatermark(), Start: log.Start(), End: log.Durable(), Batches: batches}
+	resp := FetchResponse{Code: CodeOK, Epoch: role.Epoch, HW: l.highWatermark(), Start: log.Start(), End: log.Durable(), Batches: batches}
+	if l.isDeposed() {
+		// Deposed while it waited: the log may now hold a new leader's
+		// batches at these offsets, which are not this epoch's to send.
+		return FetchResponse{Code: CodeNotLeader, Epoch: role.Epoch, Message: "leadership ended during the fetch"}
+	}
+	l.sent(q.Follower, resp.End)
+	return resp
 }
 
 // endForEpoch answers where an epoch ends in the leader's log.
@@ -315,6 +341,9 @@ func (r *Replicas) endForEpoch(q EpochRequest) EpochResponse {
 		return EpochResponse{Code: code, Epoch: role.Epoch, Message: msg}
 	}
 	found, end := rep.log.EndForEpoch(q.Asked)
+	if l.isDeposed() {
+		return EpochResponse{Code: CodeNotLeader, Epoch: role.Epoch, Message: "leadership ended during the request"}
+	}
 	return EpochResponse{Code: CodeOK, Epoch: role.Epoch, FoundEpoch: found, EndOffset: end}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -49,19 +50,20 @@ func newTestCluster(t *testing.T, lagMax time.Duration, ids ...string) *testClus
 }
 
 // isrChange is the leader's proposal written by compare-and-set on the
-// epoch, then read by every node.
+// version, then read by every node.
 func (c *testCluster) isrChange(ref BucketRef) ISRChange {
-	return func(ctx context.Context, epoch int32, isr []string) error {
+	return func(ctx context.Context, epoch int32, base int64, isr []string) (int64, error) {
 		c.mu.Lock()
-		if c.mu.a.Epoch != epoch {
+		if c.mu.a.Epoch != epoch || c.mu.a.Version != base {
 			c.mu.Unlock()
-			return fmt.Errorf("epoch %d is stale: the bucket is at %d", epoch, c.mu.a.Epoch)
+			return 0, fmt.Errorf("version %d epoch %d is stale: the bucket is at %d, %d", base, epoch, c.mu.a.Version, c.mu.a.Epoch)
 		}
 		c.mu.a.ISR = slices.Clone(isr)
+		c.mu.a.Version++
 		a := c.mu.a
 		c.mu.Unlock()
 		go c.applyAll(a)
-		return nil
+		return a.Version, nil
 	}
 }
 
@@ -69,7 +71,8 @@ func (c *testCluster) isrChange(ref BucketRef) ISRChange {
 // applies it.
 func (c *testCluster) elect(leader string, isr []string, minISR int) {
 	c.mu.Lock()
-	c.mu.a = Assignment{Ref: ref0, Leader: leader, LeaderAddr: leader, Epoch: c.mu.a.Epoch + 1, ISR: isr, MinISR: minISR}
+	c.mu.a = Assignment{Ref: ref0, Replicas: slices.Sorted(maps.Keys(c.nodes)), Leader: leader, LeaderAddr: leader,
+		Epoch: c.mu.a.Epoch + 1, ISR: isr, MinISR: minISR, Version: c.mu.a.Version + 1}
 	a := c.mu.a
 	c.mu.Unlock()
 	c.applyAll(a)

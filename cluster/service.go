@@ -22,8 +22,10 @@ const (
 )
 
 // maxMessageBytes is the largest replication message either side accepts:
-// a fetch response of maxFetchBytes and its header.
-const maxMessageBytes = maxFetchBytes + 1<<20
+// a fetch response holds at least one batch, which may be as large as the
+// log's largest (columnarlog's MaxBatchBytes default, 256 MiB), and its
+// header.
+const maxMessageBytes = 256<<20 + 1<<20
 
 // replicationServer is the interface grpc.ServiceDesc asks for.
 type replicationServer interface{}

@@ -87,7 +87,7 @@ func TestReplicationOverGRPC(t *testing.T) {
 		defer s.Stop()
 		addrs[id], nodes[id] = l.Addr().String(), r
 	}
-	a := Assignment{Ref: ref0, Leader: "a", LeaderAddr: addrs["a"], Epoch: 1, ISR: []string{"a", "b"}, MinISR: 2}
+	a := Assignment{Ref: ref0, Replicas: []string{"a", "b"}, Leader: "a", LeaderAddr: addrs["a"], Epoch: 1, ISR: []string{"a", "b"}, MinISR: 2, Version: 1}
 	for _, id := range []string{"a", "b"} {
 		if err := nodes[id].Apply(a); err != nil {
 			t.Fatal(err)
