@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/lakestream/lakestream/catalog"
 	"github.com/lakestream/lakestream/internal/arrowmsg"
 )
 
@@ -68,7 +69,10 @@ type callInfo struct {
 	table, sql string
 }
 
+// set records what the call is; a password in sql (CREATE or ALTER USER)
+// is redacted, since sql goes to the log and the status page.
 func (c *callInfo) set(kind, table, sql string) {
+	sql = catalog.RedactPasswords(sql)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.kind, c.table, c.sql = kind, table, sql

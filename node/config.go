@@ -109,6 +109,9 @@ type Config struct {
 	// long (a query's DoGet until its last row; subscriptions excepted),
 	// with its SQL; negative logs none. Default 1s.
 	SlowQuery time.Duration
+	// Security is authentication and TLS (security.go); its fields
+	// document their defaults.
+	Security SecurityConfig
 	// Version is reported by the server.
 	Version string
 	Logger  *slog.Logger
@@ -186,6 +189,7 @@ func (c *Config) EnsureDefaults() {
 	if c.Version == "" {
 		c.Version = "dev"
 	}
+	c.Security.ensureDefaults()
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -224,6 +228,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, c.validateLimits()...)
+	errs = append(errs, c.Security.validate(c.Listen, c.HTTP)...)
 	return errors.Join(errs...)
 }
 
