@@ -254,7 +254,7 @@ type testCA struct {
 	pem  []byte
 }
 
-func newTestCA(t *testing.T, name string) *testCA {
+func newTestCA(t testing.TB, name string) *testCA {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -273,7 +273,7 @@ func newTestCA(t *testing.T, name string) *testCA {
 
 // issue returns a certificate and key (PEM) signed by the CA: a server's
 // for 127.0.0.1 and localhost, or a client's.
-func (ca *testCA) issue(t *testing.T, name string, client bool) (certPEM, keyPEM []byte) {
+func (ca *testCA) issue(t testing.TB, name string, client bool) (certPEM, keyPEM []byte) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -310,7 +310,7 @@ func writeFile(t *testing.T, path string, data []byte) {
 	}
 }
 
-func tlsClient(t *testing.T, addr string, roots []byte, cert *tls.Certificate) *flightsql.Client {
+func tlsClient(t testing.TB, addr string, roots []byte, cert *tls.Certificate) *flightsql.Client {
 	t.Helper()
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(roots)
