@@ -71,6 +71,9 @@ func (s *Server) authenticate(ctx context.Context, method string) (context.Conte
 	if err != nil {
 		return ctx, "", toStatus(err)
 	}
+	if ci, ok := ctx.Value(callInfoKey{}).(*callInfo); ok {
+		ci.setUser(id.User) // for the call's log line and the Observer
+	}
 	return auth.WithIdentity(ctx, id), issued, nil
 }
 
@@ -123,9 +126,12 @@ func (w *service) Handshake(stream flight.FlightService_HandshakeServer) error {
 	if err := proto.Unmarshal(req.GetPayload(), &ba); err != nil || ba.GetUsername() == "" {
 		return toStatus(fmt.Errorf("%w: Handshake payload is not a BasicAuth message with a user name", auth.ErrUnauthenticated))
 	}
-	_, tok, err := s.opts.Auth.Login(ctx, ba.GetUsername(), ba.GetPassword(), peerAddr(ctx))
+	id, tok, err := s.opts.Auth.Login(ctx, ba.GetUsername(), ba.GetPassword(), peerAddr(ctx))
 	if err != nil {
 		return toStatus(err)
+	}
+	if ci, ok := ctx.Value(callInfoKey{}).(*callInfo); ok {
+		ci.setUser(id.User)
 	}
 	return sendHandshake(stream, tok)
 }

@@ -172,6 +172,9 @@ func TestUserDDLRedacted(t *testing.T) {
 	defer log.mu.Unlock()
 	seen := 0
 	for _, c := range log.calls {
+		if c.RPC != "Handshake" && c.User != "admin" {
+			t.Errorf("call %s: user %q, want admin", c.RPC, c.User)
+		}
 		if strings.Contains(c.SQL, "secret") || strings.Contains(c.SQL, "short") || strings.Contains(c.Message, "secret") {
 			t.Errorf("call %s shows the password: sql %q, message %q", c.RPC, c.SQL, c.Message)
 		}
