@@ -23,6 +23,10 @@ import (
 //	views (version 3) id (AUTOINCREMENT), db, name, query (the defining
 //	               query as written), created_at, updated_at; a view's
 //	               name is no table's name in its database
+//	users (version 4) id (AUTOINCREMENT: never reused), name (unique),
+//	               password_hash (package auth's encoding), superuser,
+//	               generation (advanced by each password change),
+//	               created_at, updated_at
 //
 // Times are Unix microseconds, UTC.
 var migrations = [][]string{
@@ -64,6 +68,17 @@ var migrations = [][]string{
 			created_at INTEGER NOT NULL,
 			updated_at INTEGER NOT NULL,
 			UNIQUE (db, name)
+		)`,
+	},
+	{
+		`CREATE TABLE users (
+			id            INTEGER PRIMARY KEY AUTOINCREMENT,
+			name          TEXT NOT NULL UNIQUE,
+			password_hash TEXT NOT NULL,
+			superuser     INTEGER NOT NULL DEFAULT 0,
+			generation    INTEGER NOT NULL DEFAULT 0,
+			created_at    INTEGER NOT NULL,
+			updated_at    INTEGER NOT NULL
 		)`,
 	},
 }

@@ -20,6 +20,9 @@ import (
 //	  [PARTITIONED BY (...)] [WITH (...)] AS query
 //	CREATE [OR REPLACE] VIEW [IF NOT EXISTS] [db.]name AS query
 //	DROP VIEW [IF EXISTS] [db.]name
+//	CREATE USER [IF NOT EXISTS] name WITH PASSWORD 'secret'
+//	ALTER USER name [WITH] PASSWORD 'secret'
+//	DROP USER [IF EXISTS] name
 //
 // The query of CREATE TABLE ... AS and CREATE VIEW is kept as written: it
 // is the query engine's to parse.
@@ -212,7 +215,10 @@ func (p *parser) statement() (Statement, error) {
 		if p.acceptKeywords("database") || p.acceptKeywords("schema") {
 			return p.createDatabase()
 		}
-		return nil, p.errAt(p.peek(), "expected TABLE, VIEW or DATABASE after CREATE")
+		if p.acceptKeywords("user") {
+			return p.createUser() // users.go
+		}
+		return nil, p.errAt(p.peek(), "expected TABLE, VIEW, DATABASE or USER after CREATE")
 	case isKeyword(tok, "drop"):
 		if p.acceptKeywords("table") {
 			return p.dropTable()
@@ -223,8 +229,14 @@ func (p *parser) statement() (Statement, error) {
 		if p.acceptKeywords("database") || p.acceptKeywords("schema") {
 			return p.dropDatabase()
 		}
-		return nil, p.errAt(p.peek(), "expected TABLE, VIEW or DATABASE after DROP")
+		if p.acceptKeywords("user") {
+			return p.dropUser()
+		}
+		return nil, p.errAt(p.peek(), "expected TABLE, VIEW, DATABASE or USER after DROP")
 	case isKeyword(tok, "alter"):
+		if p.acceptKeywords("user") {
+			return p.alterUser()
+		}
 		if err := p.expectKeywords("table"); err != nil {
 			return nil, err
 		}

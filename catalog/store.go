@@ -72,6 +72,7 @@ type Catalog struct {
 	// transaction and the publication of the new snapshot happen under it.
 	writeMu sync.Mutex
 	state   atomic.Pointer[snapshot]
+	users   atomic.Pointer[userSet] // users.go
 	closed  atomic.Bool
 }
 
@@ -140,6 +141,11 @@ func (c *Catalog) start(ctx context.Context) error {
 		return fmt.Errorf("load: %w", err)
 	}
 	c.state.Store(snap)
+	users, err := loadUsers(ctx, c.db)
+	if err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	c.users.Store(users)
 	return nil
 }
 

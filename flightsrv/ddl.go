@@ -11,9 +11,13 @@ import (
 )
 
 // execCatalogDDL runs the DDL that needs the query engine: CREATE TABLE
-// ... AS, CREATE VIEW (both check their query with it) and DROP VIEW. ok
+// ... AS, CREATE VIEW (both check their query with it) and DROP VIEW, and
+// the user DDL, which package auth applies. ok
 // is false for the rest, which tables.Store.Exec applies.
 func (s *Server) execCatalogDDL(ctx context.Context, stmt catalog.Statement) (int64, bool, error) {
+	if ok, err := s.execUserDDL(ctx, stmt); ok { // auth.go
+		return 0, true, err
+	}
 	switch st := stmt.(type) {
 	case *catalog.CreateTable:
 		if st.AsQuery == "" {

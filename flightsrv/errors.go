@@ -32,6 +32,9 @@ func toStatus(err error) error {
 	var stall stallError
 	var spent budgetError
 	code := codes.Internal
+	if c, ok := authCode(err); ok { // auth.go
+		return status.Error(c, err.Error())
+	}
 	switch {
 	case errors.As(err, &de) && de.Err == nil:
 		code = duckCode(de.Msg)

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/lakestream/lakestream/catalog"
 	"github.com/lakestream/lakestream/internal/arrowmsg"
 )
 
@@ -54,6 +55,7 @@ type Call struct {
 	Message    string // the error's message; "" on success
 	Took       time.Duration
 	Peer       string // the client's address
+	User       string // the authenticated user; "" when anonymous or unauthenticated
 	ID         string // the request id (RequestIDKey)
 	// Rows and Bytes are what a DoGet sent: the rows and the bytes of the
 	// Arrow messages (header and body) of its results.
@@ -66,9 +68,29 @@ type callInfo struct {
 	mu         sync.Mutex
 	kind       string
 	table, sql string
+	user       string // set by the auth interceptor (auth.go)
 }
 
+// callInfoKey carries a call's *callInfo in its context, for the auth
+// interceptor, which runs inside this one, to record the user.
+type callInfoKey struct{}
+
+func (c *callInfo) setUser(user string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.user = user
+}
+
+func (c *callInfo) getUser() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.user
+}
+
+// set records what the call is; a password in sql (CREATE or ALTER USER)
+// is redacted, since sql goes to the log and the status page.
 func (c *callInfo) set(kind, table, sql string) {
+	sql = catalog.RedactPasswords(sql)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.kind, c.table, c.sql = kind, table, sql
@@ -88,7 +110,7 @@ func (s *Server) observeUnary(ctx context.Context, req any, info *grpc.UnaryServ
 	start, id, ci := time.Now(), newRequestID(), &callInfo{}
 	_ = grpc.SetTrailer(ctx, metadata.Pairs(RequestIDKey, id))
 	s.learn(ctx, ci, req)
-	resp, err := h(ctx, req)
+	resp, err := h(context.WithValue(ctx, callInfoKey{}, ci), req)
 	err = s.finish(ctx, info.FullMethod, id, ci, start, err, 0, 0)
 	return resp, err
 }
@@ -96,7 +118,8 @@ func (s *Server) observeUnary(ctx context.Context, req any, info *grpc.UnaryServ
 func (s *Server) observeStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 	start, id := time.Now(), newRequestID()
 	ss.SetTrailer(metadata.Pairs(RequestIDKey, id))
-	obs := &observedStream{ServerStream: ss, s: s, ci: &callInfo{}}
+	ci := &callInfo{}
+	obs := &observedStream{ServerStream: ss, s: s, ci: ci, ctx: context.WithValue(ss.Context(), callInfoKey{}, ci)}
 	err := h(srv, obs)
 	return s.finish(ss.Context(), info.FullMethod, id, obs.ci, start, err, obs.rows.Load(), obs.bytes.Load())
 }
@@ -108,7 +131,7 @@ func (s *Server) finish(ctx context.Context, method, id string, ci *callInfo, st
 	st, _ := status.FromError(err)
 	kind, table, sql := ci.get()
 	c := Call{RPC: rpcName(method), Kind: kind, Table: table, SQL: sql, Code: st.Code(), Took: end.Sub(start),
-		Peer: peerAddr(ctx), ID: id, Rows: rows, Bytes: bytes, End: end}
+		Peer: peerAddr(ctx), User: ci.getUser(), ID: id, Rows: rows, Bytes: bytes, End: end}
 	if err != nil {
 		c.Message = st.Message()
 		if d, derr := st.WithDetails(&errdetails.RequestInfo{RequestId: id}); derr == nil {
@@ -139,6 +162,9 @@ func (s *Server) logCall(c Call) {
 		attrs = append(attrs, slog.String("table", c.Table))
 	}
 	attrs = append(attrs, slog.String("code", c.Code.String()), slog.Duration("duration", c.Took), slog.String("peer", c.Peer))
+	if c.User != "" {
+		attrs = append(attrs, slog.String("user", c.User))
+	}
 	if c.Rows > 0 {
 		attrs = append(attrs, slog.Int64("rows", c.Rows), slog.Int64("bytes", c.Bytes))
 	}
@@ -211,9 +237,12 @@ type observedStream struct {
 	grpc.ServerStream
 	s           *Server
 	ci          *callInfo
+	ctx         context.Context // the stream's, with ci (callInfoKey)
 	seen        atomic.Bool
 	rows, bytes atomic.Int64 // read once the handler has returned
 }
+
+func (o *observedStream) Context() context.Context { return o.ctx }
 
 func (o *observedStream) RecvMsg(m any) error {
 	err := o.ServerStream.RecvMsg(m)

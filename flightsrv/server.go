@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/lakestream/lakestream/auth"
 	"github.com/lakestream/lakestream/internal/scan"
 	"github.com/lakestream/lakestream/planner"
 	"github.com/lakestream/lakestream/tables"
@@ -65,6 +66,9 @@ type Options struct {
 	SlowQuery time.Duration
 	// Observer is told of every finished call (observe.go). Default: none.
 	Observer Observer
+	// Auth authenticates every call (auth.go). Default: none, every call
+	// runs as auth.Anonymous and user DDL is refused.
+	Auth *auth.Service
 	// Version is reported by GetSqlInfo.
 	Version string
 	Mem     memory.Allocator
@@ -195,14 +199,17 @@ func (s *Server) StreamStats() StreamStats {
 // message limits raised, and panics in handlers turned into errors. Its
 // codec and stats handler let result streams see when gRPC has written
 // their messages (window.go).
-func (s *Server) GRPCServer() *grpc.Server {
-	g := grpc.NewServer(
+//
+// extra are further options: the node's TLS credentials.
+func (s *Server) GRPCServer(extra ...grpc.ServerOption) *grpc.Server {
+	g := grpc.NewServer(append([]grpc.ServerOption{
 		grpc.MaxRecvMsgSize(s.opts.MaxMessageBytes),
 		grpc.MaxSendMsgSize(s.opts.MaxMessageBytes),
 		grpc.ForceServerCodecV2(newCodec()),
 		grpc.StatsHandler(connTracker{}),
-		grpc.ChainUnaryInterceptor(s.observeUnary, s.recoverUnary),
-		grpc.ChainStreamInterceptor(s.observeStream, s.recoverStream),
+		grpc.ChainUnaryInterceptor(s.observeUnary, s.authUnary, s.recoverUnary),
+		grpc.ChainStreamInterceptor(s.observeStream, s.authStream, s.recoverStream),
+	}, extra...)...,
 	)
 	flight.RegisterFlightServiceServer(g, &service{FlightServer: flightsql.NewFlightServerWithAllocator(s, s.opts.Mem), s: s})
 	return g

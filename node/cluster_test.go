@@ -44,6 +44,16 @@ func TestClusterConfigValidate(t *testing.T) {
 			t.Errorf("%+v: %v, want an error with %q", tt.c, errs, tt.want)
 		}
 	}
+	// Gossip off loopback needs a key, or --insecure.
+	cfg := Config{Listen: "127.0.0.1:0", HTTP: "off", Cluster: ClusterConfig{NodeID: "a", Gossip: "10.1.2.3:7946"}}
+	cfg.EnsureDefaults()
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "needs a shared key") {
+		t.Errorf("gossip off loopback without a key: %v", err)
+	}
+	cfg.Security.Insecure = true
+	if err := cfg.Validate(); err != nil && strings.Contains(err.Error(), "needs a shared key") {
+		t.Errorf("--insecure: %v", err)
+	}
 	// A wildcard listen address needs --advertise.
 	c := ClusterConfig{NodeID: "a", Gossip: "127.0.0.1:7946"}
 	c.ensureDefaults()

@@ -116,6 +116,9 @@ type Config struct {
 	// Cluster makes the node a member of a cluster (cluster.go). Default:
 	// a single node.
 	Cluster ClusterConfig
+	// Security is authentication and TLS (security.go); its fields
+	// document their defaults.
+	Security SecurityConfig
 	// Version is reported by the server.
 	Version string
 	Logger  *slog.Logger
@@ -197,6 +200,7 @@ func (c *Config) EnsureDefaults() {
 		c.Version = "dev"
 	}
 	c.Cluster.ensureDefaults()
+	c.Security.ensureDefaults()
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -236,6 +240,10 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.validateLimits()...)
 	errs = append(errs, c.Cluster.validate(c.Listen)...)
+	errs = append(errs, c.Security.validate(c.Listen, c.HTTP)...)
+	if g := c.Cluster.Gossip; g != "" && c.Cluster.GossipKeyFile == "" && exposedAddr(g, "off") != "" && !c.Security.Insecure {
+		errs = append(errs, fmt.Errorf("gossip on %s, which is not a loopback address, needs a shared key: give --gossip-key-file, or --insecure to gossip in the clear knowingly", g))
+	}
 	return errors.Join(errs...)
 }
 

@@ -36,6 +36,7 @@ type Node struct {
 	httpL   net.Listener
 	mon     *monitor                              // request, ingest and scan counts (monitor.go)
 	members atomic.Pointer[membership.Membership] // nil on a single node (cluster.go)
+	sec     security                              // authentication and TLS (security.go)
 }
 
 // Addr is the Flight SQL listen address (useful with port 0).
@@ -103,6 +104,9 @@ func (n *Node) open(ctx context.Context) error {
 	}
 	n.cat = cat
 	cfg.Logger.Info("catalog opened", "path", cfg.metaPath(), "elapsed", time.Since(began).Round(time.Millisecond))
+	if err := n.openSecurity(ctx); err != nil { // security.go
+		return err
+	}
 	sync, _ := columnarlog.ParseSyncPolicy(cfg.Sync)
 	start := time.Now()
 	cacheBytes, _ := cfg.cacheBytes()
@@ -152,6 +156,7 @@ func (n *Node) open(ctx context.Context) error {
 		StallTimeout: cfg.StallTimeout,
 		SlowQuery:    cfg.SlowQuery,
 		Observer:     n.mon,
+		Auth:         n.sec.auth,
 		Version:      cfg.Version,
 		Logger:       cfg.Logger,
 	})
@@ -166,6 +171,7 @@ func (n *Node) open(ctx context.Context) error {
 		if n.httpL, err = net.Listen("tcp", cfg.HTTP); err != nil {
 			return fmt.Errorf("http listener: %w", err)
 		}
+		n.httpL = n.secureHTTPListener(n.httpL)
 	}
 	// Gossip starts last, once the addresses it announces are served.
 	return n.startMembership()
@@ -199,8 +205,8 @@ func (n *Node) reportStart() {
 // of stale Flight state, log retention every Config.RetentionCheck and,
 // with Config.Tiering TieringBackground, the tiering loop.
 func (n *Node) Serve(ctx context.Context) error {
-	g := n.flight.GRPCServer()
-	hs := &http.Server{Handler: n.httpHandler(), ReadHeaderTimeout: 10 * time.Second}
+	g := n.flight.GRPCServer(n.grpcOptions()...)
+	hs := &http.Server{Handler: n.secureHTTP(n.httpHandler()), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 2)
 	go func() { errc <- g.Serve(n.flightL) }()
 	if n.httpL != nil {

@@ -81,6 +81,7 @@ func loadConfig(args []string, env func(string) (string, bool)) (serveConfig, er
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "server log level: debug (every request), info, warn (failed and slow requests) or error")
 	fs.DurationVar(&cfg.SlowQuery, "slow-query", time.Second, "log every request that takes at least this long, with its SQL (0 disables)")
 	bindClusterFlags(fs, &cfg.Cluster)
+	bindSecurityFlags(fs, &cfg.Security)
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -109,6 +110,9 @@ func loadConfig(args []string, env func(string) (string, bool)) (serveConfig, er
 	})
 	if cfg.SlowQuery == 0 {
 		cfg.SlowQuery = -1 // node.Config's "none"; its 0 is the default
+	}
+	if v, ok := env("LAKESTREAM_ADMIN_PASSWORD"); ok {
+		cfg.Security.AdminPassword = v // never a flag: a command line is visible to every user of the machine
 	}
 	if err == nil {
 		_, err = newLogger(io.Discard, cfg.LogFormat, cfg.LogLevel)
@@ -160,4 +164,16 @@ func applyFile(fs *flag.FlagSet, path string, set map[string]bool) error {
 		}
 	}
 	return nil
+}
+
+// bindSecurityFlags binds the flags of authentication and TLS
+// (docs/security.md).
+func bindSecurityFlags(fs *flag.FlagSet, s *node.SecurityConfig) {
+	fs.StringVar(&s.Auth, "auth", node.AuthAuto, "authentication: on, off, or auto (on when --listen or --http is not a loopback address)")
+	fs.StringVar(&s.TLSCert, "tls-cert", "", "PEM certificate (with its chain) for Flight SQL (grpc+tls://) and HTTPS; read again when the file changes")
+	fs.StringVar(&s.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
+	fs.StringVar(&s.TLSClientCA, "tls-client-ca", "", "PEM CAs whose client certificates are accepted: makes TLS mutual")
+	fs.BoolVar(&s.Insecure, "insecure", false, "allow a non-loopback address without TLS, or with --auth off")
+	fs.StringVar(&s.AdminPasswordFile, "admin-password-file", "", "file holding the admin user's password (or set $LAKESTREAM_ADMIN_PASSWORD): creates the admin at the first start, resets its password when it differs")
+	fs.DurationVar(&s.TokenTTL, "token-ttl", 8*time.Hour, "lifetime of the bearer tokens a login returns")
 }

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"unicode/utf8"
 
@@ -15,7 +16,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
 // runSQL runs one statement against a node and prints its result.
@@ -23,6 +23,7 @@ func runSQL(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("sql", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:31337", "Flight SQL address of the node")
 	format := fs.String("format", "table", "output: table, csv, json or arrow (an Arrow IPC stream)")
+	cf := bindClientFlags(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -35,12 +36,23 @@ func runSQL(ctx context.Context, args []string, out io.Writer) error {
 	default:
 		return fmt.Errorf("sql: unknown format %q (want table, csv, json or arrow)", *format)
 	}
-	cl, err := flightsql.NewClient(*addr, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20)))
+	if err := cf.load(os.LookupEnv); err != nil {
+		return fmt.Errorf("sql: %w", err)
+	}
+	creds, err := cf.grpcCreds()
+	if err != nil {
+		return fmt.Errorf("sql: %w", err)
+	}
+	cl, err := flightsql.NewClient(*addr, nil, nil, creds, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20)))
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
+	if cf.user != "" {
+		if ctx, err = cl.Client.AuthenticateBasicToken(ctx, cf.user, cf.password); err != nil {
+			return fmt.Errorf("sql: log in as %s: %w", cf.user, err)
+		}
+	}
 	info, err := cl.Execute(ctx, pos[0])
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -19,13 +20,28 @@ func runStatus(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	addr := fs.String("http", "127.0.0.1:31380", "HTTP (status page) address of the node")
 	asJSON := fs.Bool("json", false, "print /status.json as it is")
+	cf := bindClientFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if err := cf.load(os.LookupEnv); err != nil {
+		return fmt.Errorf("status: %w", err)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("status: unexpected argument %q", fs.Arg(0))
 	}
 	base := *addr
+	client := http.DefaultClient
+	if cf.useTLS() {
+		cfg, err := cf.tlsConfig()
+		if err != nil {
+			return fmt.Errorf("status: %w", err)
+		}
+		client = &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}
+		if !strings.Contains(base, "://") {
+			base = "https://" + base
+		}
+	}
 	if !strings.Contains(base, "://") {
 		base = "http://" + base
 	}
@@ -35,7 +51,10 @@ func runStatus(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	if b := cf.basic(); b != "" {
+		req.Header.Set("Authorization", b)
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("status: %w (is a node serving HTTP on %s? see --http)", err, *addr)
 	}

@@ -7,7 +7,7 @@
 //	bench                   (only through node: onlyImports)
 //	node
 //	flightsrv   tiering
-//	planner     tables
+//	auth        planner     tables
 //	columnarlog catalog     (catalog: no project package)
 //	cluster/meta            (only internal/…)
 //	internal/…
@@ -63,6 +63,11 @@ var onlyImports = map[string]map[string]string{
 	// The merge engines are pure functions over encoded rows.
 	"tables/merge": {
 		"internal/rowenc": "the rows it merges are rowenc values",
+	},
+	// auth decides who a call is; it knows nothing of tables, SQL
+	// execution or the network beyond TLS files and header values.
+	"auth": {
+		"catalog": "users and their password hashes are stored in the catalog; the user DDL is parsed there",
 	},
 	// bench measures nodes that node.Start starts; it must not wire a
 	// node's parts (catalog, columnarlog, tables, flightsrv, planner) itself,
