@@ -101,29 +101,30 @@ func (t *Table) sendLiveHistory(ctx context.Context, rec arrow.RecordBatch, live
 // filterLive keeps the rows of rec (the records of a batch at base) whose
 // offsets in [from, to) are live; nil when none is.
 func filterLive(ctx context.Context, rec arrow.RecordBatch, base, from, to int64, live *liveSet, mem memory.Allocator) (arrow.RecordBatch, error) {
-	n := int(rec.NumRows())
-	bb := array.NewBooleanBuilder(mem)
-	defer bb.Release()
-	bb.Reserve(n)
-	kept := 0
-	for i := 0; i < n; i++ {
-		off := base + int64(i)
-		ok := off >= from && off < to && live.has(off)
-		if ok {
-			kept++
-		}
-		bb.UnsafeAppend(ok)
-	}
+	n := rec.NumRows()
+	from, to = max(from, base), min(to, base+n)
+	keep, kept := live.bits(from, to, nil)
 	if kept == 0 {
 		return nil, nil
 	}
-	if kept == n {
+	if kept == int(n) {
 		rec.Retain()
 		return rec, nil
 	}
-	m := bb.NewArray()
-	defer m.Release()
-	return compute.FilterRecordBatch(ctx, rec, m, compute.DefaultFilterOptions())
+	if from > base { // keep is relative to from: shift it to the batch's rows
+		keep = shiftKeep(keep, int(from-base), int(n))
+	}
+	return filterRecord(ctx, rec, keep, kept, mem)
+}
+
+// shiftKeep returns keep moved by by rows, for a batch of n rows.
+func shiftKeep(keep keepBits, by, n int) keepBits {
+	out := make(keepBits, (n+63)/64)
+	keep.each(func(i int) {
+		j := i + by
+		out[j/64] |= 1 << (j % 64)
+	})
+	return out
 }
 
 // nonEmpty lists the buckets that have rows.
