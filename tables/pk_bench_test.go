@@ -71,6 +71,11 @@ func openPKBenchStore(b *testing.B, dir string) (*tables.Store, func()) {
 }
 
 func loadPKBenchIn(b *testing.B, dir string) (*tables.Table, func(), *tables.Store) {
+	return loadPKBenchKeys(b, dir, benchKeys)
+}
+
+// loadPKBenchKeys is loadPKBenchIn of keys keys (a multiple of benchBatch).
+func loadPKBenchKeys(b *testing.B, dir string, keys int64) (*tables.Table, func(), *tables.Store) {
 	b.Helper()
 	ctx := context.Background()
 	st, done := openPKBenchStore(b, dir)
@@ -86,8 +91,8 @@ func loadPKBenchIn(b *testing.B, dir string) (*tables.Table, func(), *tables.Sto
 		b.Fatal(err)
 	}
 	r := rand.New(rand.NewPCG(1, 1))
-	for from := int64(0); from < benchKeys; from += benchBatch {
-		rec := pkBenchRecord(memory.DefaultAllocator, r, from, benchKeys, true)
+	for from := int64(0); from < keys; from += benchBatch {
+		rec := pkBenchRecord(memory.DefaultAllocator, r, from, keys, true)
 		if _, err := tbl.Write(ctx, rec); err != nil {
 			b.Fatal(err)
 		}
@@ -209,14 +214,26 @@ func BenchmarkPKLookupOne(b *testing.B) {
 // keys and a key index that covers its log: the live sets are rebuilt
 // from the index (a scan of every key).
 func BenchmarkPKReopen(b *testing.B) {
+	benchPKReopen(b, benchKeys)
+}
+
+// BenchmarkPKReopen5M is BenchmarkPKReopen over 5Mi keys: the restart of a
+// node holding a table of the pk workload's full size.
+func BenchmarkPKReopen5M(b *testing.B) {
+	benchPKReopen(b, 5<<20)
+}
+
+func benchPKReopen(b *testing.B, keys int64) {
 	dir := b.TempDir()
-	_, done, _ := loadPKBenchIn(b, dir)
+	tbl, done, _ := loadPKBenchKeys(b, dir, keys)
+	st := tbl.KeyIndexStats()
+	b.ReportMetric(float64(st.DiskBytes)/float64(st.LiveKeys)*1e6/(1<<20), "index-MiB/Mkeys")
 	done()
 	for b.Loop() {
 		st, done := openPKBenchStore(b, dir)
 		b.StopTimer()
 		tbl, err := st.Get(context.Background(), "", "kv")
-		if err != nil || tbl.KeyIndexStats().LiveKeys != benchKeys {
+		if err != nil || tbl.KeyIndexStats().LiveKeys != keys {
 			b.Fatalf("reopened: %v", err)
 		}
 		done()
