@@ -72,8 +72,9 @@ func filterColumn(ctx context.Context, a arrow.Array, keep keepBits, kept int, m
 		// Also: arrow-go v18's filter kernel misreads a sliced boolean
 		// column with nulls (TestFilterRecord found it).
 		return filterBool(d, keep, kept, mem), nil
+	case *arrow.DictionaryType: // its indexes are fixed-width, its values not
 	case arrow.FixedWidthDataType:
-		if w := dt.BitWidth(); w >= 8 && w%8 == 0 && len(d.Buffers()) == 2 && d.Dictionary() == nil {
+		if w := dt.BitWidth(); w >= 8 && w%8 == 0 && len(d.Buffers()) == 2 {
 			return filterFixed(d, w/8, keep, kept, mem), nil
 		}
 	}
@@ -82,13 +83,14 @@ func filterColumn(ctx context.Context, a arrow.Array, keep keepBits, kept int, m
 	return compute.FilterArray(compute.WithAllocator(ctx, mem), a, mask, *compute.DefaultFilterOptions())
 }
 
-// keepMask is keep as a boolean array of n rows, for Arrow's kernel.
+// keepMask is keep as a boolean array of n rows, for Arrow's kernel (rows
+// past keep's words are not kept).
 func keepMask(keep keepBits, n int, mem memory.Allocator) arrow.Array {
 	b := array.NewBooleanBuilder(mem)
 	defer b.Release()
 	b.Reserve(n)
 	for i := range n {
-		b.UnsafeAppend(keep[i/64]&(1<<(i%64)) != 0)
+		b.UnsafeAppend(i/64 < len(keep) && keep[i/64]&(1<<(i%64)) != 0)
 	}
 	return b.NewArray()
 }

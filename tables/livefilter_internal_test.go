@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -29,6 +30,7 @@ func TestFilterRecord(t *testing.T) {
 		{Name: "b", Type: arrow.BinaryTypes.Binary, Nullable: true},
 		{Name: "ok", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
 		{Name: "dec", Type: &arrow.Decimal128Type{Precision: 30, Scale: 2}, Nullable: true},
+		{Name: "list", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64), Nullable: true}, // through Arrow's kernel
 	}, nil)
 	for _, n := range []int{1, 63, 64, 65, 200, 1000} {
 		for _, nulls := range []bool{false, true} {
@@ -100,6 +102,11 @@ func randomRecord(mem memory.Allocator, schema *arrow.Schema, r *rand.Rand, n in
 				f.Append(r.IntN(2) == 0)
 			case *array.Decimal128Builder:
 				f.Append(decimal128.FromI64(r.Int64()))
+			case *array.ListBuilder:
+				f.Append(true)
+				for range r.IntN(3) {
+					f.ValueBuilder().(*array.Int64Builder).Append(r.Int64())
+				}
 			}
 		}
 	}
@@ -132,5 +139,50 @@ func TestLiveSetBits(t *testing.T) {
 		if kept != want || got.count() != want {
 			t.Fatalf("bits(%d, %d) kept %d (%d bits), want %d", from, to, kept, got.count(), want)
 		}
+	}
+}
+
+// TestFilterLiveCut checks filterLive on a batch that the read's range
+// cuts at both ends: only live rows inside [from, to) are kept.
+func TestFilterLiveCut(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	r := rand.New(rand.NewPCG(9, 9))
+	schema := arrow.NewSchema([]arrow.Field{{Name: "i64", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	const base, n = 1000, 300
+	e := (*liveSet)(nil).edit()
+	for off := int64(base); off < base+n; off++ {
+		if r.IntN(2) == 0 {
+			e.set(off)
+		}
+	}
+	live := e.done()
+	rec := randomRecord(mem, schema, r, n, false)
+	defer rec.Release()
+	for range 50 {
+		from := base + r.Int64N(n)
+		to := from + r.Int64N(base+n-from+1)
+		got, err := filterLive(context.Background(), rec, base, from, to, live, mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []int64
+		vals := rec.Column(0).(*array.Int64)
+		for off := from; off < to; off++ {
+			if live.has(off) {
+				want = append(want, vals.Value(int(off-base)))
+			}
+		}
+		if got == nil {
+			if len(want) != 0 {
+				t.Fatalf("[%d, %d): nothing kept, want %d rows", from, to, len(want))
+			}
+			continue
+		}
+		gv := got.Column(0).(*array.Int64).Int64Values()
+		if !slices.Equal(gv, want) {
+			t.Fatalf("[%d, %d): kept %v, want %v", from, to, gv, want)
+		}
+		got.Release()
 	}
 }
