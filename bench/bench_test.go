@@ -305,3 +305,33 @@ func TestPKShortRun(t *testing.T) {
 	}
 	t.Logf("report:\n%s", text.String())
 }
+
+// TestPKShortRunProfiled is the short pk run with -cpuprofile: a profile
+// of each Lakestream side and its CPU per call.
+func TestPKShortRunProfiled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("profiles each pk figure for 5 s")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var progress bytes.Buffer
+	base := filepath.Join(t.TempDir(), "cpu.out")
+	rep, err := Run(ctx, Config{Short: true, Workloads: []string{"pk"}, Baselines: []string{}, CPUProfile: base, Progress: &progress})
+	if err != nil {
+		t.Fatalf("%v\nprogress:\n%s", err, progress.String())
+	}
+	for _, which := range []string{"point", "batch", "aggregate"} {
+		if !fileExists(strings.TrimSuffix(base, ".out") + "-pk-" + which + ".out") {
+			t.Errorf("no %s profile", which)
+		}
+	}
+	n := 0
+	for _, f := range rep.Workloads[0].Figures {
+		if f.Metric == "process CPU per call (client and node)" && f.Median > 0 {
+			n++
+		}
+	}
+	if n != 3 {
+		t.Errorf("%d CPU-per-call figures, want 3", n)
+	}
+}

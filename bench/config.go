@@ -69,7 +69,9 @@ type Config struct {
 	// CPUProfile, when set, makes the union workload write a CPU profile
 	// of its Lakestream side per query and scan, run for a few seconds
 	// after the measurement, to this path with "-q<n>", "-scan" or
-	// "-scan-lake" before the extension.
+	// "-scan-lake" before the extension; and makes the pk workload write
+	// one of its point lookups, batch lookups and aggregate each, with
+	// "-pk-point", "-pk-batch" and "-pk-aggregate".
 	// Default "": none.
 	CPUProfile string
 	// Baselines are the external systems to start and measure against

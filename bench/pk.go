@@ -548,6 +548,9 @@ func pkPointLookups(ctx context.Context, e *env, w *WorkloadReport, ks pkKeyspac
 	if err != nil {
 		return err
 	}
+	if err := pkProfile(ctx, e, w, group, "point", cfg.PKClients, sides[0].call); err != nil {
+		return err
+	}
 	w.ratio(group, "lakestream", "no-op rpc", "throughput", "higher is better; the no-op RPC is the floor: a Flight lookup takes several RPCs", tput[0], tput[1], 0, 0)
 	if pgConns != nil {
 		w.ratio(group, "lakestream", pgSystem, "throughput", "higher is better", tput[0], tput[2], 0, 0)
@@ -590,6 +593,9 @@ func pkBatchLookups(ctx context.Context, e *env, w *WorkloadReport, ks pkKeyspac
 	if err != nil {
 		return err
 	}
+	if err := pkProfile(ctx, e, w, group, "batch", cfg.PKClients, sides[0].call); err != nil {
+		return err
+	}
 	if pgConns != nil {
 		w.ratio(group, "lakestream", baselineSystems["postgres"], "throughput", "higher is better (keys/s)", tput[0], tput[1], 1.5, 0)
 	}
@@ -625,6 +631,13 @@ func pkAggregate(ctx context.Context, e *env, w *WorkloadReport, ks pkKeyspace, 
 	}
 	name := fmt.Sprintf("aggregate over the state of %s keys", human(float64(cfg.PKKeys)))
 	if err := queryRuns(ctx, e, w, name, pkQuery, engines); err != nil {
+		return err
+	}
+	err = pkProfile(ctx, e, w, name, "aggregate", 1, func(ctx context.Context, _ int, _ *rand.Rand) (int, error) {
+		_, _, err := engines[0].query(ctx, pkQuery)
+		return 1, err
+	})
+	if err != nil {
 		return err
 	}
 	// queryRuns checked that the systems agree; the state must also hold

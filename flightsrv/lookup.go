@@ -1,18 +1,21 @@
 package flightsrv
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
 	"math/big"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 
 	"github.com/lakestream/lakestream/catalog"
@@ -47,6 +50,22 @@ type lookupPlan struct {
 	params []arrow.DataType
 	// prefix is set when keys are the key's leading columns only.
 	prefix bool
+	// schemaMsg is the IPC schema message of the result, encoded once
+	// (schemaHeader): a prepared lookup's plan answers many DoGets.
+	schemaOnce sync.Once
+	schemaMsg  []byte
+}
+
+// schemaHeader is the IPC schema message of lp's result.
+func (lp *lookupPlan) schemaHeader(mem memory.Allocator) []byte {
+	lp.schemaOnce.Do(func() {
+		pl := ipc.GetSchemaPayload(lp.schema, mem)
+		meta := pl.Meta()
+		lp.schemaMsg = bytes.Clone(meta.Bytes())
+		meta.Release()
+		pl.Release()
+	})
+	return lp.schemaMsg
 }
 
 type lookupKey struct {
@@ -472,24 +491,55 @@ func (s *Server) doGetLookup(ctx context.Context, tk *ticket, stream flight.Flig
 	})
 }
 
-// streamLookup sends the rows of keys that lp's table holds.
+// streamLookup sends the rows of keys that lp's table holds: the schema
+// message lp encoded once, then one record batch (none when no key is
+// found), as an IPC stream writer would send them. A writer per DoGet
+// encoded the schema again each time (a twentieth of a point lookup's
+// CPU, docs/benchmarks.md); it still writes results with dictionaries,
+// which need their own messages.
 func (s *Server) streamLookup(ctx context.Context, lp *lookupPlan, keys arrow.RecordBatch, out flight.DataStreamWriter) error {
 	rec, err := lp.t.Lookup(ctx, keys, lp.cols)
 	if err != nil {
 		return err
 	}
 	defer rec.Release()
-	w := newRecordWriter(out, ipc.WithSchema(lp.schema), ipc.WithAllocator(s.opts.Mem))
-	defer w.Close()
+	var relabeled arrow.RecordBatch
 	if rec.NumRows() > 0 {
-		relabeled := array.NewRecordBatch(lp.schema, rec.Columns(), rec.NumRows())
-		err = w.Write(relabeled)
-		relabeled.Release()
-		if err != nil {
-			return err
+		relabeled = array.NewRecordBatch(lp.schema, rec.Columns(), rec.NumRows())
+		defer relabeled.Release()
+	}
+	if hasDictionary(lp.schema) {
+		w := newRecordWriter(out, ipc.WithSchema(lp.schema), ipc.WithAllocator(s.opts.Mem))
+		defer w.Close()
+		if relabeled != nil {
+			if err := w.Write(relabeled); err != nil {
+				return err
+			}
+		}
+		return w.Close()
+	}
+	if err := out.Send(&flight.FlightData{DataHeader: lp.schemaHeader(s.opts.Mem)}); err != nil {
+		return err
+	}
+	if relabeled == nil {
+		return nil
+	}
+	pl, err := ipc.GetRecordBatchPayload(relabeled, ipc.WithAllocator(s.opts.Mem))
+	if err != nil {
+		return err
+	}
+	defer pl.Release()
+	return payloadSender{out}.WritePayload(pl)
+}
+
+// hasDictionary reports whether a field of schema is dictionary-encoded.
+func hasDictionary(schema *arrow.Schema) bool {
+	for _, f := range schema.Fields() {
+		if f.Type.ID() == arrow.DICTIONARY {
+			return true
 		}
 	}
-	return w.Close()
+	return false
 }
 
 // streamPrefix answers a prefix lookup: every key that begins with one of

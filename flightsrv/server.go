@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -209,11 +210,22 @@ func (s *Server) GRPCServer(extra ...grpc.ServerOption) *grpc.Server {
 		grpc.StatsHandler(connTracker{}),
 		grpc.ChainUnaryInterceptor(s.observeUnary, s.authUnary, s.recoverUnary),
 		grpc.ChainStreamInterceptor(s.observeStream, s.authStream, s.recoverStream),
+		// Streams run on workers whose goroutines are kept, not on a
+		// new goroutine each: a prepared lookup is three streams, and a
+		// new goroutine's stack grew on each (runtime.newstack and
+		// copystack were a tenth of the server's CPU in the pk
+		// workload's point lookups, docs/benchmarks.md). gRPC still
+		// starts a goroutine when every worker is busy.
+		grpc.NumStreamWorkers(uint32(streamWorkers())),
 	}, extra...)...,
 	)
 	flight.RegisterFlightServiceServer(g, &service{FlightServer: flightsql.NewFlightServerWithAllocator(s, s.opts.Mem), s: s})
 	return g
 }
+
+// streamWorkers is the gRPC server's stream workers: a few per core, so
+// that the streams of concurrent clients seldom find them all busy.
+func streamWorkers() int { return 4 * runtime.GOMAXPROCS(0) }
 
 // A panic in a handler is a bug; it must not take the node down with every
 // other client's work. It is logged with its stack and returned as Internal.

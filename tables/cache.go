@@ -2,6 +2,7 @@ package tables
 
 import (
 	"container/list"
+	"slices"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -39,6 +40,9 @@ type cacheEntry struct {
 	key   cacheKey
 	arr   arrow.Array
 	bytes int64
+	// keep, for the live rows of a primary-key table's batch, are the
+	// live bits they were filtered by (pk_livecache.go).
+	keep keepBits
 }
 
 // NewCache returns a cache of at most maxBytes of decoded data; nil (no
@@ -81,6 +85,43 @@ func (c *Cache) put(k cacheKey, arr arrow.Array) {
 	}
 	arr.Retain()
 	c.m[k] = c.lru.PushFront(&cacheEntry{key: k, arr: arr, bytes: bytes})
+	c.size += bytes
+	for c.size > c.max {
+		c.removeLocked(c.lru.Back())
+	}
+}
+
+// getLive returns the cached live rows under k, retained, when they were
+// filtered by the live bits keep; nil otherwise.
+func (c *Cache) getLive(k cacheKey, keep keepBits) arrow.Array {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[k]
+	if !ok || !slices.Equal(e.Value.(*cacheEntry).keep, keep) {
+		c.misses++
+		return nil
+	}
+	c.hits++
+	c.lru.MoveToFront(e)
+	arr := e.Value.(*cacheEntry).arr
+	arr.Retain()
+	return arr
+}
+
+// putLive caches live rows filtered by the live bits keep (which the
+// cache then owns), replacing those of other bits.
+func (c *Cache) putLive(k cacheKey, keep keepBits, arr arrow.Array) {
+	bytes := int64(arr.Data().SizeInBytes()) + int64(len(keep))*8
+	if bytes > c.max/4 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.m[k]; ok {
+		c.removeLocked(el)
+	}
+	arr.Retain()
+	c.m[k] = c.lru.PushFront(&cacheEntry{key: k, arr: arr, bytes: bytes, keep: keep})
 	c.size += bytes
 	for c.size > c.max {
 		c.removeLocked(c.lru.Back())

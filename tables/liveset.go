@@ -125,3 +125,34 @@ func (e *liveEdit) clear(off int64) {
 }
 
 func (e *liveEdit) done() *liveSet { return e.next }
+
+// word is the i-th 64-bit word of the set's bitmap: offsets [64i, 64i+64).
+func (s *liveSet) word(i int64) uint64 {
+	c := i / (liveChunkBits / 64)
+	if s == nil || i < 0 || c >= int64(len(s.chunks)) || s.chunks[c] == nil {
+		return 0
+	}
+	return s.chunks[c][i%(liveChunkBits/64)]
+}
+
+// bits returns the marks of offsets [from, to) as keepBits (bit i for
+// from+i) in dst's storage, and how many are set.
+func (s *liveSet) bits(from, to int64, dst keepBits) (keepBits, int) {
+	n := max(0, to-from)
+	dst = append(dst[:0], make(keepBits, (n+63)/64)...)
+	kept := 0
+	sh := uint(from % 64)
+	for i := range dst {
+		w0 := (from + int64(i)*64) / 64
+		w := s.word(w0) >> sh
+		if sh != 0 {
+			w |= s.word(w0+1) << (64 - sh)
+		}
+		if rest := n - int64(i)*64; rest < 64 {
+			w &= 1<<rest - 1
+		}
+		dst[i] = w
+		kept += bits.OnesCount64(w)
+	}
+	return dst, kept
+}

@@ -44,6 +44,7 @@ type pkTable struct {
 	stale atomic.Bool
 	state atomic.Pointer[pkState]
 	lay   atomic.Pointer[pkLayout] // of the newest definition seen
+	dirs  []batchDir               // by bucket: the batches state reads saw (pk_livecache.go)
 }
 
 // pkState is what reads of a primary-key table see: for each bucket, the
@@ -85,7 +86,7 @@ func (s *Store) openPK(t *Table, dir string) error {
 	if err != nil {
 		return err
 	}
-	p := &pkTable{t: t, idx: idx}
+	p := &pkTable{t: t, idx: idx, dirs: make([]batchDir, t.log.Buckets())}
 	t.pk = p
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -24,19 +24,39 @@ func (t *Table) pkView() *pkState {
 	return t.pk.state.Load()
 }
 
-// readLive sends the live rows of r under state st, decoded as the
-// columns cols of the table: a batch with no live record is skipped
+// readLive sends the live rows of r under state st, decoded by dec (the
+// table's columns dec.cols): a batch with no live record is skipped
 // without being decoded, the others are filtered by the live set. send
 // does not own the record it is given. Should retention have deleted the
 // start of r since it was captured (a round tiered it, with a lake), those
 // records are read from the lake's history and filtered by st the same
-// way: the read stays one state.
-func (t *Table) readLive(ctx context.Context, r Range, st *pkState, cols []int, prune *pruner, decode func(columnarlog.Batch) (arrow.RecordBatch, error), send func(arrow.RecordBatch) error) error {
-	live := st.live[r.Bucket]
+// way: the read stays one state. With the column cache and no pruning,
+// the live rows of whole batches come from the cache when st has the same
+// live bits for them as when they were cached (pk_livecache.go).
+func (t *Table) readLive(ctx context.Context, r Range, st *pkState, dec *decoder, prune *pruner, send func(arrow.RecordBatch) error) error {
 	r.To = min(r.To, st.ends[r.Bucket])
+	if dec.cache != nil && prune == nil {
+		return t.readLiveCached(ctx, r, st, dec, send)
+	}
+	return t.readLiveLog(ctx, r, st, dec, prune, send)
+}
+
+// readLiveLog is readLive from the log (and the lake's history). With the
+// column cache, it records the batches' bounds and caches the live rows of
+// whole batches, as readLiveCached reads them.
+func (t *Table) readLiveLog(ctx context.Context, r Range, st *pkState, dec *decoder, prune *pruner, send func(arrow.RecordBatch) error) error {
+	live := st.live[r.Bucket]
 	next := r.From
+	var start int64 // the log's retained start, below which the directory drops bounds
+	if dec.cache != nil {
+		start = t.log.Bucket(r.Bucket).Stats().Start
+	}
 	each := func(b columnarlog.Batch) error {
 		next = max(next, b.NextOffset())
+		whole := b.BaseOffset() >= r.From && b.NextOffset() <= r.To
+		if dec.cache != nil && whole {
+			t.pk.dirs[r.Bucket].add(batchSpan{b.BaseOffset(), b.NextOffset()}, start)
+		}
 		from, to := max(b.BaseOffset(), r.From), min(b.NextOffset(), r.To)
 		if !live.anyIn(from, to) {
 			return nil
@@ -46,7 +66,10 @@ func (t *Table) readLive(ctx context.Context, r Range, st *pkState, cols []int, 
 				return err
 			}
 		}
-		rec, err := decode(b)
+		if dec.cache != nil && whole && prune == nil {
+			return sendWholeLive(ctx, b, live, dec, t, send)
+		}
+		rec, err := dec.decode(b)
 		if err != nil {
 			return err
 		}
@@ -63,7 +86,7 @@ func (t *Table) readLive(ctx context.Context, r Range, st *pkState, cols []int, 
 		return err
 	}
 	// The history's records carry _offset after cols (changelog.go).
-	hcols := append(slices.Clip(cols), len(t.Def().Columns)+2)
+	hcols := append(slices.Clip(dec.cols), len(t.Def().Columns)+2)
 	rest, herr := t.historyPrefix(ctx, Range{Bucket: r.Bucket, From: next, To: r.To}, hcols, func(rec arrow.RecordBatch) error {
 		return t.sendLiveHistory(ctx, rec, live, send)
 	})
@@ -71,6 +94,31 @@ func (t *Table) readLive(ctx context.Context, r Range, st *pkState, cols []int, 
 		return errors.Join(err, herr)
 	}
 	return t.ReadBatches(ctx, rest, each)
+}
+
+// sendWholeLive sends the live rows of the whole batch b: from the cache of
+// live rows when it has them for live's bits, else decoded (through the
+// column cache), filtered and cached.
+func sendWholeLive(ctx context.Context, b columnarlog.Batch, live *liveSet, dec *decoder, t *Table, send func(arrow.RecordBatch) error) error {
+	keep, kept := live.bits(b.BaseOffset(), b.NextOffset(), nil)
+	if rec := dec.cachedLive(b.BaseOffset(), keep, kept); rec != nil {
+		defer rec.Release()
+		return send(rec)
+	}
+	rec, err := dec.decode(b)
+	if err != nil {
+		return err
+	}
+	defer rec.Release()
+	out := rec
+	if kept < int(rec.NumRows()) {
+		if out, err = filterRecord(ctx, rec, keep, kept, t.mem); err != nil {
+			return err
+		}
+		defer out.Release()
+	}
+	dec.putLive(b.BaseOffset(), b.SchemaID(), keep, out)
+	return send(out)
 }
 
 // sendLiveHistory sends the live rows of rec, history rows whose last
@@ -101,29 +149,30 @@ func (t *Table) sendLiveHistory(ctx context.Context, rec arrow.RecordBatch, live
 // filterLive keeps the rows of rec (the records of a batch at base) whose
 // offsets in [from, to) are live; nil when none is.
 func filterLive(ctx context.Context, rec arrow.RecordBatch, base, from, to int64, live *liveSet, mem memory.Allocator) (arrow.RecordBatch, error) {
-	n := int(rec.NumRows())
-	bb := array.NewBooleanBuilder(mem)
-	defer bb.Release()
-	bb.Reserve(n)
-	kept := 0
-	for i := 0; i < n; i++ {
-		off := base + int64(i)
-		ok := off >= from && off < to && live.has(off)
-		if ok {
-			kept++
-		}
-		bb.UnsafeAppend(ok)
-	}
+	n := rec.NumRows()
+	from, to = max(from, base), min(to, base+n)
+	keep, kept := live.bits(from, to, nil)
 	if kept == 0 {
 		return nil, nil
 	}
-	if kept == n {
+	if kept == int(n) {
 		rec.Retain()
 		return rec, nil
 	}
-	m := bb.NewArray()
-	defer m.Release()
-	return compute.FilterRecordBatch(ctx, rec, m, compute.DefaultFilterOptions())
+	if from > base { // keep is relative to from: shift it to the batch's rows
+		keep = shiftKeep(keep, int(from-base), int(n))
+	}
+	return filterRecord(ctx, rec, keep, kept, mem)
+}
+
+// shiftKeep returns keep moved by by rows, for a batch of n rows.
+func shiftKeep(keep keepBits, by, n int) keepBits {
+	out := make(keepBits, (n+63)/64)
+	keep.each(func(i int) {
+		j := i + by
+		out[j/64] |= 1 << (j % 64)
+	})
+	return out
 }
 
 // nonEmpty lists the buckets that have rows.

@@ -74,7 +74,7 @@ func (t *Table) ReadRange(ctx context.Context, r Range, cols []int, rec func(arr
 		r.To = st.ends[r.Bucket]
 		def := t.Def()
 		dec := newDecoder(def, scan.Columns(cols, len(def.Columns)), t.mem).cached(t.cache, r.Bucket)
-		return t.readLive(ctx, r, st, scan.Columns(cols, len(def.Columns)), nil, dec.decode, rec)
+		return t.readLive(ctx, r, st, dec, nil, rec)
 	}
 	return t.readRange(ctx, r, cols, rec, batch)
 }
@@ -260,10 +260,10 @@ type logPart struct {
 // the capture come from the lake's history (ReadRange), unpruned.
 func (p *logPart) Open(ctx context.Context) (scan.RecordStream, error) {
 	return scan.Produce(ctx, 2, func(ctx context.Context, send func(arrow.RecordBatch) bool) error {
-		decode := p.decoder()
 		prune := p.plan.prune
 		if st := p.plan.pk; st != nil {
-			return p.plan.t.readLive(ctx, p.r, st, p.plan.cols, prune, decode, func(rec arrow.RecordBatch) error {
+			dec := newDecoder(p.plan.def, p.plan.cols, p.plan.t.mem).cached(p.plan.cache, p.r.Bucket)
+			return p.plan.t.readLive(ctx, p.r, st, dec, prune, func(rec arrow.RecordBatch) error {
 				rec.Retain()
 				if !send(rec) {
 					return ctx.Err()
@@ -271,6 +271,7 @@ func (p *logPart) Open(ctx context.Context) (scan.RecordStream, error) {
 				return nil
 			})
 		}
+		decode := p.decoder()
 		fromLake := func(rec arrow.RecordBatch) error {
 			rec.Retain()
 			if !send(rec) {

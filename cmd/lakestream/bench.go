@@ -47,7 +47,7 @@ func benchConfig(args []string) (bench.Config, error) {
 	fs.IntVar(&cfg.Rows, "rows", 0, "rows per ingest measurement and of the scanned table (default 2000000; -short: 40000)")
 	fs.IntVar(&cfg.QueryRows, "query-rows", 0, "rows of the query workload's table (default 2000000; -short: 40000)")
 	fs.IntVar(&cfg.Writers, "writers", 0, "concurrent ingest clients (default 4)")
-	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", `CPU profile of the union workload's Lakestream side, per query and scan, to this path with "-q<n>", "-scan", "-scan-lake" before the extension`)
+	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", `CPU profile of the union workload's Lakestream side, per query and scan, to this path with "-q<n>", "-scan", "-scan-lake" before the extension; of the pk workload's point and batch lookups and aggregate with "-pk-point", "-pk-batch", "-pk-aggregate"`)
 	fs.IntVar(&cfg.Runs, "runs", 0, "runs per figure; the median and min–max are reported (default 3; -short: 1)")
 	fs.IntVar(&cfg.Rate, "rate", 0, "subscription target rate, rows/s (default 10000)")
 	fs.IntVar(&cfg.SubscribeBatchRows, "subscribe-batch-rows", 0, "rows per ingest call in the subscription workload (default 500)")
