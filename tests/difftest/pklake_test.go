@@ -3,9 +3,6 @@ package difftest
 import (
 	"context"
 	"fmt"
-	"os"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -27,13 +24,17 @@ import (
 //
 //	split      the corpus over that state: every table partly in the lake,
 //	           partly in the tail;
-//	lake       every table tiered whole; the corpus (laterStages);
+//	lake       every table tiered whole; the corpus, then the queries that
+//	           scan and filter with "t$lake" names (as stage c of
+//	           TestCorpusWhileTiering), which apply the Iceberg position
+//	           deletes instead of the state;
 //	compacted  a maintenance pass of every table (compaction applies the
 //	           deletes, merges small files and delete files, expires
-//	           snapshots, deletes orphans); the same queries again, then
-//	           those that scan and filter with "t$lake" names (as stage c
-//	           of TestCorpusWhileTiering), which apply the Iceberg position
-//	           deletes instead of the state.
+//	           snapshots, deletes orphans); the same queries again.
+//
+// Most of the time goes to the split stage: a query reads the log tail's
+// change records and filters them by the state each time, where the lake's
+// files are decoded once (the read cache) and masked.
 //
 // Every query must equal the reference exactly.
 func TestCorpusPrimaryKeysLakeAndLog(t *testing.T) {
@@ -54,10 +55,10 @@ func TestCorpusPrimaryKeysLakeAndLog(t *testing.T) {
 	for _, p := range pks {
 		tierAll(ctx, t, lake.svc, p.tbl)
 	}
-	later := laterStageCorpus(corpus)
 	t.Run("lake", func(t *testing.T) {
-		whole.passed = runCorpusTiering(ctx, t, f, later, nil, 0, 0, &whole)
+		whole.passed = runCorpusTiering(ctx, t, f, corpus, nil, 0, 0, &whole)
 		runStateQueries(ctx, t, f, pks)
+		runLakeNames(ctx, t, f, corpus, lakeNamesPrefixes)
 	})
 
 	var res tiering.MaintenanceResult
@@ -74,40 +75,14 @@ func TestCorpusPrimaryKeysLakeAndLog(t *testing.T) {
 		t.Error("maintenance compacted no file: stage compacted shows nothing")
 	}
 	t.Run("compacted", func(t *testing.T) {
-		compacted.passed = runCorpusTiering(ctx, t, f, later, nil, 0, 0, &compacted)
+		compacted.passed = runCorpusTiering(ctx, t, f, corpus, nil, 0, 0, &compacted)
 		runStateQueries(ctx, t, f, pks)
-		if os.Getenv("DIFFTEST_PK_FULL") != "" {
-			runLakeNames(ctx, t, f, corpus, lakeNamesPrefixes)
-		} else {
-			runLakeNames(ctx, t, f, corpus, laterStages[:3])
-		}
+		runLakeNames(ctx, t, f, corpus, lakeNamesPrefixes)
 	})
 	t.Logf("split: %d of %d queries pass; lake: %d of %d; compacted (%d files compacted, %d delete files merged, %d snapshots expired): %d of %d; %s in all",
 		split.passed, split.queries, whole.passed, whole.queries,
 		res.FilesCompacted, res.DeleteFilesMerged, res.SnapshotsExpired, compacted.passed, compacted.queries,
 		time.Since(start).Round(time.Millisecond))
-}
-
-// laterStages are the prefixes of the corpus queries that stages lake and
-// compacted run (all of them with DIFFTEST_PK_FULL=1): those that read
-// columns whole or filter them (pushed into the lake's files), aggregate
-// and join. A query of a primary-key table filters every row by the state,
-// which makes the corpus several times dearer than over log tables; the
-// split stage runs it whole.
-var laterStages = []string{"scan_", "where_", "prune_", "agg_", "join_"}
-
-// laterStageCorpus is the corpus of stages lake and compacted.
-func laterStageCorpus(corpus []corpusQuery) []corpusQuery {
-	if os.Getenv("DIFFTEST_PK_FULL") != "" {
-		return corpus
-	}
-	var out []corpusQuery
-	for _, q := range corpus {
-		if slices.ContainsFunc(laterStages, func(p string) bool { return strings.HasPrefix(q.name, p) }) {
-			out = append(out, q)
-		}
-	}
-	return out
 }
 
 // loadedPK is a table of the primary-key data set, loaded.
