@@ -46,8 +46,8 @@ vet:
 # the run-time invariant checks (internal/invariants). ARROWMSG_PYTHON runs
 # internal/arrowmsg's pyarrow interop test with the virtualenv's Python.
 test-go: build venv
-	ARROWMSG_PYTHON=$(CURDIR)/$(PY) $(GO) test -race -count=1 -tags invariants $(RACE_PKGS)
-	LAKESTREAM_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -tags invariants $$($(GO) list ./... | grep -v -e /columnarlog -e /tables -e /flightsrv -e /internal/ -e /catalog -e /node -e /tiering -e /cluster -e /membership -e '/planner$$')
+	ARROWMSG_PYTHON=$(CURDIR)/$(PY) $(GO) test -race -count=1 -timeout 30m -tags invariants $(RACE_PKGS)
+	LAKESTREAM_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 30m -tags invariants $$($(GO) list ./... | grep -v -e /columnarlog -e /tables -e /flightsrv -e /internal/ -e /catalog -e /node -e /tiering -e /cluster -e /membership -e '/planner$$')
 
 # The fuzz targets, package:target, each fuzzed for FUZZTIME on top of its
 # seed corpus (which test-go runs as plain tests): about 50 seconds on 2
