@@ -80,7 +80,19 @@ func filterColumn(ctx context.Context, a arrow.Array, keep keepBits, kept int, m
 	}
 	mask := keepMask(keep, a.Len(), mem)
 	defer mask.Release()
-	return compute.FilterArray(compute.WithAllocator(ctx, mem), a, mask, *compute.DefaultFilterOptions())
+	// The record kernel, not FilterArray: arrow-go's array kernel has no
+	// case for MAP columns ("array_filter has no kernel"); the record's
+	// takes every nested type.
+	one := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "c", Type: a.DataType(), Nullable: true}}, nil), []arrow.Array{a}, int64(a.Len()))
+	defer one.Release()
+	out, err := compute.FilterRecordBatch(compute.WithAllocator(ctx, mem), one, mask, compute.DefaultFilterOptions())
+	if err != nil {
+		return nil, err
+	}
+	defer out.Release()
+	col := out.Column(0)
+	col.Retain()
+	return col, nil
 }
 
 // keepMask is keep as a boolean array of n rows, for Arrow's kernel (rows

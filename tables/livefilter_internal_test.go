@@ -31,6 +31,8 @@ func TestFilterRecord(t *testing.T) {
 		{Name: "ok", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
 		{Name: "dec", Type: &arrow.Decimal128Type{Precision: 30, Scale: 2}, Nullable: true},
 		{Name: "list", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64), Nullable: true}, // through Arrow's kernel
+		{Name: "map", Type: arrow.MapOf(arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int32), Nullable: true},
+		{Name: "struct", Type: arrow.StructOf(arrow.Field{Name: "k", Type: arrow.BinaryTypes.String, Nullable: true}), Nullable: true},
 	}, nil)
 	for _, n := range []int{1, 63, 64, 65, 200, 1000} {
 		for _, nulls := range []bool{false, true} {
@@ -107,6 +109,15 @@ func randomRecord(mem memory.Allocator, schema *arrow.Schema, r *rand.Rand, n in
 				for range r.IntN(3) {
 					f.ValueBuilder().(*array.Int64Builder).Append(r.Int64())
 				}
+			case *array.MapBuilder:
+				f.Append(true)
+				for k := range r.IntN(3) {
+					f.KeyBuilder().(*array.StringBuilder).Append(fmt.Sprintf("k%d", k))
+					f.ItemBuilder().(*array.Int32Builder).Append(r.Int32())
+				}
+			case *array.StructBuilder:
+				f.Append(true)
+				f.FieldBuilder(0).(*array.StringBuilder).Append(fmt.Sprintf("s%d", r.IntN(10)))
 			}
 		}
 	}
