@@ -143,7 +143,7 @@ func IsDDL(sql string) bool {
 	}
 	end := lx.scan(isIdentPart)
 	switch strings.ToLower(sql[lx.pos:end]) {
-	case "create", "drop", "alter":
+	case "create", "drop", "alter", "grant", "revoke":
 		return true
 	}
 	return false

@@ -27,6 +27,15 @@ import (
 //	               password_hash (package auth's encoding), superuser,
 //	               generation (advanced by each password change),
 //	               created_at, updated_at
+//	roles (version 5) id (AUTOINCREMENT: never reused), name (unique; no
+//	               user has it), created_at
+//	role_members (version 5) role_id -> member (a user, or a role when
+//	               member_role), deleted with the role
+//	privileges (version 5) grantee (user or role) x object (kind, db,
+//	               name, id: a table's or view's ID, 0 for a database or
+//	               a system table) -> privileges (catalog.Privilege bits)
+//	owners (version 5) (object kind, id) -> owning user id, with db and
+//	               name for reading
 //
 // Times are Unix microseconds, UTC.
 var migrations = [][]string{
@@ -79,6 +88,37 @@ var migrations = [][]string{
 			generation    INTEGER NOT NULL DEFAULT 0,
 			created_at    INTEGER NOT NULL,
 			updated_at    INTEGER NOT NULL
+		)`,
+	},
+	{
+		`CREATE TABLE roles (
+			id         INTEGER PRIMARY KEY AUTOINCREMENT,
+			name       TEXT NOT NULL UNIQUE,
+			created_at INTEGER NOT NULL
+		)`,
+		`CREATE TABLE role_members (
+			role_id     INTEGER NOT NULL REFERENCES roles(id) ON DELETE CASCADE,
+			member_role INTEGER NOT NULL,
+			member_id   INTEGER NOT NULL,
+			PRIMARY KEY (role_id, member_role, member_id)
+		)`,
+		`CREATE TABLE privileges (
+			grantee_role INTEGER NOT NULL,
+			grantee_id   INTEGER NOT NULL,
+			object_kind  TEXT NOT NULL,
+			db           TEXT NOT NULL,
+			name         TEXT NOT NULL,
+			object_id    INTEGER NOT NULL,
+			privileges   INTEGER NOT NULL,
+			PRIMARY KEY (grantee_role, grantee_id, object_kind, db, name, object_id)
+		)`,
+		`CREATE TABLE owners (
+			object_kind TEXT NOT NULL,
+			object_id   INTEGER NOT NULL,
+			db          TEXT NOT NULL,
+			name        TEXT NOT NULL,
+			owner_id    INTEGER NOT NULL,
+			PRIMARY KEY (object_kind, object_id)
 		)`,
 	},
 }

@@ -23,6 +23,14 @@ import (
 //	CREATE USER [IF NOT EXISTS] name WITH PASSWORD 'secret'
 //	ALTER USER name [WITH] PASSWORD 'secret'
 //	DROP USER [IF EXISTS] name
+//	CREATE ROLE [IF NOT EXISTS] name
+//	DROP ROLE [IF EXISTS] name
+//	GRANT role, ... TO user_or_role, ...
+//	REVOKE role, ... FROM user_or_role, ...
+//	GRANT {priv, ... | ALL [PRIVILEGES]} ON {[TABLE] [db.]t, ... |
+//	  DATABASE db | ALL TABLES IN DATABASE db} TO user_or_role, ...
+//	REVOKE ... FROM user_or_role, ...
+//	  (priv: SELECT, INSERT, UPDATE, DELETE, ALTER, DROP, CREATE)
 //
 // The query of CREATE TABLE ... AS and CREATE VIEW is kept as written: it
 // is the query engine's to parse.
@@ -218,7 +226,10 @@ func (p *parser) statement() (Statement, error) {
 		if p.acceptKeywords("user") {
 			return p.createUser() // users.go
 		}
-		return nil, p.errAt(p.peek(), "expected TABLE, VIEW, DATABASE or USER after CREATE")
+		if p.acceptKeywords("role") {
+			return p.createRole() // grants_parse.go
+		}
+		return nil, p.errAt(p.peek(), "expected TABLE, VIEW, DATABASE, USER or ROLE after CREATE")
 	case isKeyword(tok, "drop"):
 		if p.acceptKeywords("table") {
 			return p.dropTable()
@@ -232,7 +243,10 @@ func (p *parser) statement() (Statement, error) {
 		if p.acceptKeywords("user") {
 			return p.dropUser()
 		}
-		return nil, p.errAt(p.peek(), "expected TABLE, VIEW, DATABASE or USER after DROP")
+		if p.acceptKeywords("role") {
+			return p.dropRole()
+		}
+		return nil, p.errAt(p.peek(), "expected TABLE, VIEW, DATABASE, USER or ROLE after DROP")
 	case isKeyword(tok, "alter"):
 		if p.acceptKeywords("user") {
 			return p.alterUser()
@@ -241,8 +255,12 @@ func (p *parser) statement() (Statement, error) {
 			return nil, err
 		}
 		return p.addColumn()
+	case isKeyword(tok, "grant"):
+		return p.grant(false)
+	case isKeyword(tok, "revoke"):
+		return p.grant(true)
 	}
-	return nil, p.errAt(tok, "expected CREATE, DROP or ALTER")
+	return nil, p.errAt(tok, "expected CREATE, DROP, ALTER, GRANT or REVOKE")
 }
 
 func (p *parser) createDatabase() (Statement, error) {

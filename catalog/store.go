@@ -73,6 +73,7 @@ type Catalog struct {
 	writeMu sync.Mutex
 	state   atomic.Pointer[snapshot]
 	users   atomic.Pointer[userSet] // users.go
+	grants  atomic.Pointer[Grants]  // grants.go
 	closed  atomic.Bool
 }
 
@@ -146,6 +147,11 @@ func (c *Catalog) start(ctx context.Context) error {
 		return fmt.Errorf("load: %w", err)
 	}
 	c.users.Store(users)
+	grants, err := loadGrants(ctx, c.db)
+	if err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	c.grants.Store(grants)
 	return nil
 }
 

@@ -122,6 +122,9 @@ func (c *Catalog) CreateUser(ctx context.Context, name, passwordHash string, sup
 		}
 		return nil, false, errorf(ErrUserExists, "user %s already exists", quoteName(name))
 	}
+	if _, ok := c.Grants().roles[name]; ok {
+		return nil, false, errorf(ErrUserExists, "user %s already exists: a role has that name", quoteName(name))
+	}
 	now := c.now()
 	u = &User{Name: name, PasswordHash: passwordHash, Superuser: superuser, CreatedAt: now, UpdatedAt: now}
 	err = c.inTx(ctx, func(tx *sql.Tx) error {

@@ -1,0 +1,302 @@
+package catalog
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+)
+
+// Grants returns the current roles, privileges and owners.
+func (c *Catalog) Grants() *Grants {
+	if g := c.grants.Load(); g != nil {
+		return g
+	}
+	return emptyGrants()
+}
+
+// PrincipalNamed returns the user or the role named name (they share one
+// namespace, as in PostgreSQL).
+func (c *Catalog) PrincipalNamed(name string) (Principal, bool) {
+	if u, ok := c.User(name); ok {
+		return Principal{ID: u.ID}, true
+	}
+	if r, ok := c.Grants().Role(name); ok {
+		return Principal{Role: true, ID: r.ID}, true
+	}
+	return Principal{}, false
+}
+
+// PrincipalName returns the name of a user or role ("" if it is gone).
+func (c *Catalog) PrincipalName(p Principal) string {
+	if p.Role {
+		if r, ok := c.Grants().RoleByID(p.ID); ok {
+			return r.Name
+		}
+		return ""
+	}
+	if u, ok := c.UserByID(p.ID); ok {
+		return u.Name
+	}
+	return ""
+}
+
+// CreateRole stores a new role; with ifNotExists an existing one is left
+// as it is (created false).
+func (c *Catalog) CreateRole(ctx context.Context, name string, ifNotExists bool) (created bool, err error) {
+	if err := checkUserName(name); err != nil {
+		return false, err
+	}
+	if _, err := c.lockWrite(); err != nil {
+		return false, err
+	}
+	defer c.writeMu.Unlock()
+	g := c.Grants()
+	if _, ok := g.roles[name]; ok {
+		if ifNotExists {
+			return false, nil
+		}
+		return false, errorf(ErrRoleExists, "role %s already exists", quoteName(name))
+	}
+	if _, ok := c.User(name); ok {
+		return false, errorf(ErrRoleExists, "role %s already exists: a user has that name", quoteName(name))
+	}
+	r := &Role{Name: name}
+	err = c.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO roles (name, created_at) VALUES (?, ?)`, name, micros(c.now()))
+		if err != nil {
+			return err
+		}
+		r.ID, err = res.LastInsertId()
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("create role %s: %w", quoteName(name), err)
+	}
+	next := g.clone()
+	next.roles[name], next.rolesByID[r.ID] = r, r
+	c.grants.Store(next)
+	return true, nil
+}
+
+// DropRole deletes a role, its memberships (of it and in it) and its
+// privileges; with ifExists a missing role is no error (dropped false).
+func (c *Catalog) DropRole(ctx context.Context, name string, ifExists bool) (dropped bool, err error) {
+	if _, err := c.lockWrite(); err != nil {
+		return false, err
+	}
+	defer c.writeMu.Unlock()
+	g := c.Grants()
+	r, ok := g.roles[name]
+	switch {
+	case !ok && ifExists:
+		return false, nil
+	case !ok:
+		return false, roleNotFound(name)
+	}
+	err = c.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM role_members WHERE role_id = ? OR (member_role = 1 AND member_id = ?)`, r.ID, r.ID); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM privileges WHERE grantee_role = 1 AND grantee_id = ?`, r.ID); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM roles WHERE id = ?`, r.ID)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("drop role %s: %w", quoteName(name), err)
+	}
+	next := g.clone()
+	delete(next.roles, name)
+	delete(next.rolesByID, r.ID)
+	rp := Principal{Role: true, ID: r.ID}
+	delete(next.memberOf, rp)
+	for p, roles := range next.memberOf {
+		if slices.Contains(roles, r.ID) {
+			next.memberOf[p] = slices.DeleteFunc(slices.Clone(roles), func(id int64) bool { return id == r.ID })
+		}
+	}
+	for k := range next.privs {
+		if k.grantee == rp {
+			delete(next.privs, k)
+		}
+	}
+	c.grants.Store(next)
+	return true, nil
+}
+
+func roleNotFound(name string) error {
+	return errorf(ErrRoleNotFound, "role %s does not exist", quoteName(name))
+}
+
+// GrantRole makes member a member of role. A membership that would make
+// a role a member of itself, through others or directly, is refused.
+func (c *Catalog) GrantRole(ctx context.Context, role string, member Principal) error {
+	return c.changeMembership(ctx, role, member, true)
+}
+
+// RevokeRole ends member's membership of role (none is no error).
+func (c *Catalog) RevokeRole(ctx context.Context, role string, member Principal) error {
+	return c.changeMembership(ctx, role, member, false)
+}
+
+func (c *Catalog) changeMembership(ctx context.Context, role string, member Principal, grant bool) error {
+	if _, err := c.lockWrite(); err != nil {
+		return err
+	}
+	defer c.writeMu.Unlock()
+	g := c.Grants()
+	r, ok := g.roles[role]
+	if !ok {
+		return roleNotFound(role)
+	}
+	has := slices.Contains(g.memberOf[member], r.ID)
+	if grant == has {
+		return nil
+	}
+	if grant && member.Role && g.reaches(r.ID, member.ID) {
+		return invalidf("role %s is a member of role %s: the membership would make a cycle", quoteName(role), quoteName(c.PrincipalName(member)))
+	}
+	q := `INSERT INTO role_members (role_id, member_role, member_id) VALUES (?, ?, ?)`
+	if !grant {
+		q = `DELETE FROM role_members WHERE role_id = ? AND member_role = ? AND member_id = ?`
+	}
+	err := c.inTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, q, r.ID, member.Role, member.ID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("membership of role %s: %w", quoteName(role), err)
+	}
+	next := g.clone()
+	if grant {
+		next.memberOf[member] = append(slices.Clone(g.memberOf[member]), r.ID)
+	} else {
+		next.memberOf[member] = slices.DeleteFunc(slices.Clone(g.memberOf[member]), func(id int64) bool { return id == r.ID })
+	}
+	c.grants.Store(next)
+	return nil
+}
+
+// GrantPrivileges adds privs on each object to what grantee holds.
+func (c *Catalog) GrantPrivileges(ctx context.Context, grantee Principal, objs []Object, privs Privilege) error {
+	return c.changePrivileges(ctx, grantee, objs, func(old Privilege) Privilege { return old | privs })
+}
+
+// RevokePrivileges takes privs on each object from what grantee holds
+// (privileges not held are no error, as in PostgreSQL).
+func (c *Catalog) RevokePrivileges(ctx context.Context, grantee Principal, objs []Object, privs Privilege) error {
+	return c.changePrivileges(ctx, grantee, objs, func(old Privilege) Privilege { return old &^ privs })
+}
+
+func (c *Catalog) changePrivileges(ctx context.Context, grantee Principal, objs []Object, change func(Privilege) Privilege) error {
+	if _, err := c.lockWrite(); err != nil {
+		return err
+	}
+	defer c.writeMu.Unlock()
+	g := c.Grants()
+	next := g.clone()
+	err := c.inTx(ctx, func(tx *sql.Tx) error {
+		for _, o := range objs {
+			k := grantKey{grantee, o}
+			p := change(g.privs[k])
+			var err error
+			if p == 0 {
+				delete(next.privs, k)
+				_, err = tx.ExecContext(ctx, `DELETE FROM privileges WHERE grantee_role = ? AND grantee_id = ? AND object_kind = ? AND db = ? AND name = ? AND object_id = ?`,
+					grantee.Role, grantee.ID, string(o.Kind), o.DB, o.Name, o.ID)
+			} else {
+				next.privs[k] = p
+				_, err = tx.ExecContext(ctx, `INSERT INTO privileges (grantee_role, grantee_id, object_kind, db, name, object_id, privileges) VALUES (?, ?, ?, ?, ?, ?, ?)
+					ON CONFLICT (grantee_role, grantee_id, object_kind, db, name, object_id) DO UPDATE SET privileges = excluded.privileges`,
+					grantee.Role, grantee.ID, string(o.Kind), o.DB, o.Name, o.ID, int64(p))
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("grant: %w", err)
+	}
+	c.grants.Store(next)
+	return nil
+}
+
+// SetOwner records user as the owner of a table or view (its creator).
+func (c *Catalog) SetOwner(ctx context.Context, o Object, user int64) error {
+	if _, err := c.lockWrite(); err != nil {
+		return err
+	}
+	defer c.writeMu.Unlock()
+	err := c.inTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO owners (object_kind, object_id, db, name, owner_id) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (object_kind, object_id) DO UPDATE SET owner_id = excluded.owner_id`, string(o.Kind), o.ID, o.DB, o.Name, user)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("owner of %s: %w", o, err)
+	}
+	next := c.Grants().clone()
+	next.owners[o] = user
+	c.grants.Store(next)
+	return nil
+}
+
+// loadGrants reads the roles, memberships, privileges and owners at start.
+func loadGrants(ctx context.Context, db *sql.DB) (*Grants, error) {
+	g := emptyGrants()
+	read := func(q string, scan func(*sql.Rows) error) error {
+		rows, err := db.QueryContext(ctx, q)
+		if err != nil {
+			return fmt.Errorf("read grants: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			if err := scan(rows); err != nil {
+				return fmt.Errorf("read grants: %w", err)
+			}
+		}
+		return rows.Err()
+	}
+	err := read(`SELECT id, name FROM roles`, func(rows *sql.Rows) error {
+		r := &Role{}
+		err := rows.Scan(&r.ID, &r.Name)
+		g.roles[r.Name], g.rolesByID[r.ID] = r, r
+		return err
+	})
+	if err == nil {
+		err = read(`SELECT role_id, member_role, member_id FROM role_members ORDER BY rowid`, func(rows *sql.Rows) error {
+			var role int64
+			var m Principal
+			err := rows.Scan(&role, &m.Role, &m.ID)
+			g.memberOf[m] = append(g.memberOf[m], role)
+			return err
+		})
+	}
+	if err == nil {
+		err = read(`SELECT grantee_role, grantee_id, object_kind, db, name, object_id, privileges FROM privileges`, func(rows *sql.Rows) error {
+			var k grantKey
+			var kind string
+			var p int64
+			err := rows.Scan(&k.grantee.Role, &k.grantee.ID, &kind, &k.object.DB, &k.object.Name, &k.object.ID, &p)
+			k.object.Kind = ObjectKind(kind)
+			g.privs[k] = Privilege(p)
+			return err
+		})
+	}
+	if err == nil {
+		err = read(`SELECT object_kind, object_id, db, name, owner_id FROM owners`, func(rows *sql.Rows) error {
+			var o Object
+			var kind string
+			var owner int64
+			err := rows.Scan(&kind, &o.ID, &o.DB, &o.Name, &owner)
+			o.Kind = ObjectKind(kind)
+			g.owners[o] = owner
+			return err
+		})
+	}
+	return g, err
+}
