@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 
+	"github.com/lakestream/lakestream/catalog"
 	"github.com/lakestream/lakestream/internal/scan"
 	"github.com/lakestream/lakestream/planner"
 	"github.com/lakestream/lakestream/tables"
@@ -42,7 +43,7 @@ func (s *Server) changesInfo(ctx context.Context, c *planner.Changes, desc *flig
 		for i := g; i < len(starts); i += groups {
 			tk.Ranges = append(tk.Ranges, starts[i])
 		}
-		raw, err := tk.encode()
+		raw, err := s.seal(ctx, tk)
 		if err != nil {
 			return nil, err
 		}
@@ -55,7 +56,7 @@ func (s *Server) changesInfo(ctx context.Context, c *planner.Changes, desc *flig
 // their schema, and checks the WHERE against them, so that a bad filter
 // fails at planning.
 func (s *Server) resolveChanges(ctx context.Context, c *planner.Changes) (*tables.Table, []int, *arrow.Schema, error) {
-	t, err := s.store.Get(ctx, c.DB, c.Table)
+	t, err := s.table(ctx, catalog.PrivSelect, c.DB, c.Table)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/lakestream/lakestream/flightsrv"
 )
 
 // doGetErr runs a DoGet of raw and returns its error, from the call or
@@ -37,22 +39,29 @@ func TestDoGetRefusesBadTickets(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := tbl.Def().ID
-	scanTicket := func(body string) []byte { return []byte(fmt.Sprintf(`LSTK1{"kind":"scan","table":%d,%s}`, id, body)) }
+	sign := func(body string) []byte { return flightsrv.SealRawTicket(ts.srv, []byte(body)) }
+	scanTicket := func(body string) []byte { return sign(fmt.Sprintf(`{"kind":"scan","table":%d,%s}`, id, body)) }
+	good := scanTicket(`"cols":[0],"ranges":[{"Bucket":0,"From":0,"To":10}]`)
+	altered := bytes.Replace(good, []byte(`"To":10`), []byte(`"To":11`), 1)
 
 	for _, tc := range []struct {
 		name   string
 		ticket []byte
 		code   codes.Code
 	}{
-		{"truncated JSON", []byte(`LSTK1{"kind":"scan","tab`), codes.InvalidArgument},
-		{"not JSON", []byte("LSTK1\x00\x01\x02garbage"), codes.InvalidArgument},
-		{"unknown kind", []byte(`LSTK1{"kind":"launch"}`), codes.InvalidArgument},
-		{"oversized", append([]byte(`LSTK1{"kind":"scan","sql":"`), bytes.Repeat([]byte("x"), 100<<10)...), codes.InvalidArgument},
+		{"truncated JSON", sign(`{"kind":"scan","tab`), codes.InvalidArgument},
+		{"not JSON", sign("\x00\x01\x02garbage"), codes.InvalidArgument},
+		{"unknown kind", sign(`{"kind":"launch"}`), codes.InvalidArgument},
+		{"oversized", sign(`{"kind":"scan","sql":"` + strings.Repeat("x", 100<<10)), codes.InvalidArgument},
 		{"bucket out of range", scanTicket(`"cols":[0],"ranges":[{"Bucket":7,"From":0,"To":10}]`), codes.InvalidArgument},
 		{"negative bucket", scanTicket(`"cols":[0],"ranges":[{"Bucket":-1,"From":0,"To":10}]`), codes.InvalidArgument},
 		{"column out of range", scanTicket(`"cols":[0,9],"ranges":[{"Bucket":0,"From":0,"To":10}]`), codes.InvalidArgument},
-		{"unknown table", []byte(`LSTK1{"kind":"scan","table":987654,"cols":[0],"ranges":[{"Bucket":0,"From":0,"To":1}]}`), codes.NotFound},
-		{"unknown prepared handle", []byte(`LSTK1{"kind":"prepared","handle":"deadbeef"}`), codes.NotFound},
+		{"unknown table", sign(`{"kind":"scan","table":987654,"cols":[0],"ranges":[{"Bucket":0,"From":0,"To":1}]}`), codes.NotFound},
+		{"unknown prepared handle", sign(`{"kind":"prepared","handle":"deadbeef"}`), codes.NotFound},
+		{"unsigned (forged)", []byte(fmt.Sprintf(`LSTK1{"kind":"scan","table":%d,"cols":[0],"ranges":[{"Bucket":0,"From":0,"To":10}]}`, id)), codes.InvalidArgument},
+		{"forged MAC", append([]byte("LSTK2"), bytes.Repeat([]byte{0}, 32+5)...), codes.PermissionDenied},
+		{"altered after signing", altered, codes.PermissionDenied},
+		{"another user's", sign(fmt.Sprintf(`{"kind":"scan","user":7,"table":%d,"cols":[0],"ranges":[{"Bucket":0,"From":0,"To":10}]}`, id)), codes.PermissionDenied},
 		{"not a ticket at all", []byte("hello, server"), codes.InvalidArgument},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -17,11 +17,14 @@ import (
 )
 
 func (s *Server) doGet(raw []byte, stream flight.FlightService_DoGetServer) error {
-	tk, err := decodeTicket(raw)
+	tk, err := decodeTicket(s.ticketKey, raw)
 	if err != nil {
 		return err
 	}
 	ctx := stream.Context()
+	if err := s.authorizeTicket(ctx, tk); err != nil { // authorize.go
+		return err
+	}
 	// Checked for every ticket so that a bad header fails the same way
 	// everywhere; only scans forward stored, compressed batches (query and
 	// change streams are written uncompressed).
@@ -52,7 +55,7 @@ func (s *Server) doGet(raw []byte, stream flight.FlightService_DoGetServer) erro
 	case "lookup":
 		return s.doGetLookup(ctx, tk, stream) // lookup.go
 	case "prepared":
-		p, err := s.prepared.get(tk.Handle)
+		p, err := s.preparedOf(ctx, tk.Handle)
 		if err != nil {
 			return err
 		}

@@ -62,6 +62,11 @@ func (s *Server) ingestTarget(ctx context.Context, db, name string, o *flightsql
 	}
 	schema = storageSchema(schema)
 	t, err := s.store.Get(ctx, db, name)
+	create := errors.Is(err, catalog.ErrTableNotFound) && ifNotExist == flightsql.TableDefinitionOptionsTableNotExistOptionCreate
+	replace := err == nil && ifExists == flightsql.TableDefinitionOptionsTableExistsOptionReplace
+	if err := s.authorizeIngest(ctx, db, name, create, replace); err != nil { // authorize.go
+		return nil, false, err
+	}
 	switch {
 	case err == nil && ifExists == flightsql.TableDefinitionOptionsTableExistsOptionFail:
 		return nil, false, fmt.Errorf("ingest into %q: %w", name, catalog.ErrTableExists)
@@ -91,6 +96,9 @@ func (s *Server) createFromSchema(ctx context.Context, db, name string, schema *
 	}
 	stmt := &catalog.CreateTable{Table: catalog.TableName{DB: db, Name: name}, Columns: cols}
 	if err := s.store.Exec(ctx, stmt); err != nil {
+		return nil, err
+	}
+	if err := s.recordOwner(ctx, stmt.Table); err != nil {
 		return nil, err
 	}
 	return s.store.Get(ctx, db, name)
@@ -137,7 +145,7 @@ func (s *Server) doPutPath(cs *checkedStream, path []string) error {
 	if err != nil {
 		return err
 	}
-	t, err := s.store.Get(ctx, db, name)
+	t, err := s.table(ctx, catalog.PrivInsert, db, name)
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ func (s *Server) execInsert(ctx context.Context, ins *planner.Insert, argRows []
 	if s.engine == nil {
 		return 0, fmt.Errorf("%w: INSERT needs the query engine", errUnsupported)
 	}
-	t, err := s.store.Get(ctx, ins.DB, ins.Table)
+	t, err := s.table(ctx, catalog.PrivInsert, ins.DB, ins.Table)
 	if err != nil {
 		return 0, err
 	}

@@ -64,14 +64,14 @@ func TestToStatus(t *testing.T) {
 
 func TestTicketRoundTrip(t *testing.T) {
 	in := &ticket{Kind: "scan", Table: 12, Schema: 3, Cols: []int{0, 2}, Ranges: []tables.Range{{Bucket: 1, From: 5, To: 4096}}}
-	raw, err := in.encode()
+	raw, err := in.encode(fuzzKey)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !isLakestreamTicket(raw) {
 		t.Fatalf("encoded ticket %q lacks the magic", raw)
 	}
-	out, err := decodeTicket(raw)
+	out, err := decodeTicket(fuzzKey, raw)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,7 +80,7 @@ func (s *Server) planLookup(ctx context.Context, st *planner.Statement) *lookupP
 	if st.Kind != planner.KindQuery || l == nil {
 		return nil
 	}
-	t, err := s.store.Get(ctx, l.DB, l.Table)
+	t, err := s.table(ctx, catalog.PrivSelect, l.DB, l.Table)
 	if err != nil || !t.Def().HasPrimaryKey() {
 		return nil
 	}
@@ -409,8 +409,8 @@ func appendKey(b array.Builder, v any) {
 // lookupInfo is the FlightInfo of a lookup: one endpoint whose ticket
 // names the statement (and the prepared handle that holds its
 // parameters); the lookup runs at DoGet.
-func (s *Server) lookupInfo(lp *lookupPlan, sql, handle string, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
-	raw, err := (&ticket{Kind: "lookup", SQL: sql, Handle: handle}).encode()
+func (s *Server) lookupInfo(ctx context.Context, lp *lookupPlan, sql, handle string, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	raw, err := s.seal(ctx, &ticket{Kind: "lookup", SQL: sql, Handle: handle})
 	if err != nil {
 		return nil, err
 	}
@@ -430,7 +430,7 @@ func (s *Server) lookupInfo(lp *lookupPlan, sql, handle string, desc *flight.Fli
 func (s *Server) lookupTicket(ctx context.Context, tk *ticket) (lp *lookupPlan, keys arrow.RecordBatch, release func(), st *planner.Statement, argRows [][]any, err error) {
 	release = func() {}
 	if tk.Handle != "" {
-		p, err := s.prepared.get(tk.Handle)
+		p, err := s.preparedOf(ctx, tk.Handle)
 		if err != nil {
 			return nil, nil, release, nil, nil, err
 		}

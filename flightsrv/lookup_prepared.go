@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/lakestream/lakestream/catalog"
 	"github.com/lakestream/lakestream/planner"
 )
 
@@ -50,7 +51,7 @@ func (s *Server) preparedPlan(ctx context.Context, p *prepared, handle string) *
 	if p.stmt.Kind != planner.KindQuery || l == nil {
 		return nil
 	}
-	t, err := s.store.Get(ctx, l.DB, l.Table)
+	t, err := s.table(ctx, catalog.PrivSelect, l.DB, l.Table)
 	if err != nil {
 		return nil
 	}
@@ -65,7 +66,7 @@ func (s *Server) preparedPlan(ctx context.Context, p *prepared, handle string) *
 	if lp == nil {
 		return nil
 	}
-	raw, err := (&ticket{Kind: "lookup", SQL: p.stmt.SQL, Handle: handle}).encode()
+	raw, err := s.seal(ctx, &ticket{Kind: "lookup", SQL: p.stmt.SQL, Handle: handle})
 	if err != nil {
 		return nil
 	}

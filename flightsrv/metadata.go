@@ -65,7 +65,7 @@ func (s *Server) DoGetDBSchemas(ctx context.Context, cmd flightsql.GetDBSchemas)
 	var rows [][]any
 	if catalogMatches(cmd.GetCatalog()) {
 		for _, db := range dbs {
-			if like(cmd.GetDBSchemaFilterPattern(), db) {
+			if like(cmd.GetDBSchemaFilterPattern(), db) && s.databaseVisible(ctx, db) {
 				rows = append(rows, []any{catalogName, db})
 			}
 		}
@@ -92,7 +92,7 @@ func (s *Server) DoGetTables(ctx context.Context, cmd flightsql.GetTables) (*arr
 			return nil, nil, err
 		}
 		for _, d := range defs {
-			if !like(cmd.GetDBSchemaFilterPattern(), d.DB) || !like(cmd.GetTableNameFilterPattern(), d.Name) {
+			if !like(cmd.GetDBSchemaFilterPattern(), d.DB) || !like(cmd.GetTableNameFilterPattern(), d.Name) || !s.visible(ctx, catalog.TableObject(d)) {
 				continue
 			}
 			row := []any{catalogName, d.DB, d.Name, tableType}
@@ -131,6 +131,9 @@ func (s *Server) DoGetPrimaryKeys(ctx context.Context, ref flightsql.TableRef) (
 		db := catalog.DefaultDatabase
 		if ref.DBSchema != nil && *ref.DBSchema != "" {
 			db = *ref.DBSchema
+		}
+		if err := s.authorize(ctx, catalog.PrivSelect, db, ref.Table); err != nil {
+			return nil, nil, err
 		}
 		d, err := s.store.Catalog().Table(ctx, db, ref.Table)
 		if err != nil {

@@ -331,7 +331,7 @@ func (s *Server) learnTicket(ctx context.Context, ci *callInfo, raw []byte) {
 		ci.set("metadata", "", "")
 		return
 	}
-	tk, err := decodeTicket(raw)
+	tk, err := decodeTicket(s.ticketKey, raw)
 	if err != nil {
 		return
 	}

@@ -80,7 +80,7 @@ func (s *Server) boundSchema(ctx context.Context, p *prepared, args []any) (*arr
 // preparedSchema is the result schema of the prepared statement handle
 // with its bound parameters: described, the schema its DoGet sends.
 func (s *Server) preparedSchema(ctx context.Context, handle string, described *arrow.Schema) (*arrow.Schema, error) {
-	p, err := s.prepared.get(handle)
+	p, err := s.preparedOf(ctx, handle)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/lakestream/lakestream/catalog"
 	"github.com/lakestream/lakestream/planner"
 	"github.com/lakestream/lakestream/tables"
 )
@@ -32,7 +33,7 @@ const dmlAttempts = 16
 // execDelete runs a DELETE once per argument row (nil: once, without
 // parameters) and returns how many rows it deleted.
 func (s *Server) execDelete(ctx context.Context, d *planner.Delete, argRows [][]any) (int64, error) {
-	t, query, err := s.dmlSource(ctx, d.DB, d.Table, func(t *tables.Table) (string, error) { return d.KeyQuery(t.Def()) })
+	t, query, err := s.dmlSource(ctx, catalog.PrivDelete, d.DB, d.Table, func(t *tables.Table) (string, error) { return d.KeyQuery(t.Def()) })
 	if err != nil {
 		return 0, err
 	}
@@ -44,7 +45,7 @@ func (s *Server) execDelete(ctx context.Context, d *planner.Delete, argRows [][]
 // execUpdateRows runs an UPDATE once per argument row and returns how many
 // rows it changed.
 func (s *Server) execUpdateRows(ctx context.Context, u *planner.Update, argRows [][]any) (int64, error) {
-	t, query, err := s.dmlSource(ctx, u.DB, u.Table, func(t *tables.Table) (string, error) { return u.RowQuery(t.Def()) })
+	t, query, err := s.dmlSource(ctx, catalog.PrivUpdate, u.DB, u.Table, func(t *tables.Table) (string, error) { return u.RowQuery(t.Def()) })
 	if err != nil {
 		return 0, err
 	}
@@ -54,11 +55,11 @@ func (s *Server) execUpdateRows(ctx context.Context, u *planner.Update, argRows 
 }
 
 // dmlSource finds the table of a DELETE or UPDATE and its source query.
-func (s *Server) dmlSource(ctx context.Context, db, name string, query func(*tables.Table) (string, error)) (*tables.Table, string, error) {
+func (s *Server) dmlSource(ctx context.Context, priv catalog.Privilege, db, name string, query func(*tables.Table) (string, error)) (*tables.Table, string, error) {
 	if s.engine == nil {
 		return nil, "", fmt.Errorf("%w: DELETE and UPDATE need the query engine", errUnsupported)
 	}
-	t, err := s.store.Get(ctx, db, name)
+	t, err := s.table(ctx, priv, db, name)
 	if err != nil {
 		return nil, "", err
 	}
@@ -175,9 +176,9 @@ func (s *Server) describeDML(ctx context.Context, st *planner.Statement) (*arrow
 	var err error
 	switch st.Kind {
 	case planner.KindDelete:
-		_, q, err = s.dmlSource(ctx, st.Delete.DB, st.Delete.Table, func(t *tables.Table) (string, error) { return st.Delete.KeyQuery(t.Def()) })
+		_, q, err = s.dmlSource(ctx, catalog.PrivDelete, st.Delete.DB, st.Delete.Table, func(t *tables.Table) (string, error) { return st.Delete.KeyQuery(t.Def()) })
 	default:
-		_, q, err = s.dmlSource(ctx, st.Update.DB, st.Update.Table, func(t *tables.Table) (string, error) { return st.Update.RowQuery(t.Def()) })
+		_, q, err = s.dmlSource(ctx, catalog.PrivUpdate, st.Update.DB, st.Update.Table, func(t *tables.Table) (string, error) { return st.Update.RowQuery(t.Def()) })
 	}
 	if err != nil {
 		return nil, nil, err

@@ -14,6 +14,9 @@ import (
 
 // prepared is one prepared statement.
 type prepared struct {
+	// user is the ID of the user that prepared it, the only one that may
+	// use it (preparedOf); 0 without a user.
+	user         int64
 	sql          string
 	stmt         *planner.Statement
 	dataset      *arrow.Schema

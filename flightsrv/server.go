@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/lakestream/lakestream/auth"
+	"github.com/lakestream/lakestream/catalog"
 	"github.com/lakestream/lakestream/internal/scan"
 	"github.com/lakestream/lakestream/planner"
 	"github.com/lakestream/lakestream/tables"
@@ -138,9 +139,12 @@ type Server struct {
 		stalled, refused atomic.Int64
 		produced         atomic.Int64 // bytes of results produced and not yet written
 	}
-	subs     subscriptions
-	stopping chan struct{} // closed by Shutdown
-	stopOnce sync.Once
+	subs subscriptions
+	// ticketKey signs the tickets (tickets.go): derived from the node's
+	// token key, or random for a server without Options.Auth.
+	ticketKey []byte
+	stopping  chan struct{} // closed by Shutdown
+	stopOnce  sync.Once
 }
 
 // New returns a server over store; engine may be nil.
@@ -150,7 +154,7 @@ func New(store *tables.Store, engine QueryEngine, opts Options) (*Server, error)
 		return nil, fmt.Errorf("flight options: %w", err)
 	}
 	s := &Server{opts: opts, store: store, engine: engine, prepared: newPreparedStore(opts.PreparedTTL),
-		budget: newBudget(opts.StreamMemory), stopping: make(chan struct{})}
+		budget: newBudget(opts.StreamMemory), stopping: make(chan struct{}), ticketKey: ticketKeyOf(opts.Auth)}
 	if err := s.registerSqlInfo(); err != nil {
 		return nil, err
 	}
@@ -330,6 +334,9 @@ func (w *service) ListFlights(c *flight.Criteria, stream flight.FlightService_Li
 		return toStatus(err)
 	}
 	for _, def := range defs {
+		if !w.s.visible(stream.Context(), catalog.TableObject(def)) { // authorize.go
+			continue
+		}
 		err := stream.Send(&flight.FlightInfo{
 			Schema:           flight.SerializeSchema(tableSchema(def), w.s.opts.Mem),
 			FlightDescriptor: &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{def.DB, def.Name}},

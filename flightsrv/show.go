@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 
+	"github.com/lakestream/lakestream/auth"
 	"github.com/lakestream/lakestream/catalog"
 	"github.com/lakestream/lakestream/planner"
 )
@@ -34,6 +35,7 @@ var (
 	showTablesSchema    = utf8Schema("name")
 	describeSchema      = utf8Schema("column_name", "column_type", "null", "key", "default", "extra")
 	showCreateSchema    = utf8Schema("name", "sql")
+	showGrantsSchema    = utf8Schema(auth.GrantColumns...)
 )
 
 func showSchema(sh *planner.Show) *arrow.Schema {
@@ -44,6 +46,8 @@ func showSchema(sh *planner.Show) *arrow.Schema {
 		return showTablesSchema
 	case planner.ShowCreateTable, planner.ShowCreateView:
 		return showCreateSchema
+	case planner.ShowGrants:
+		return showGrantsSchema
 	}
 	return describeSchema
 }
@@ -55,7 +59,7 @@ func (s *Server) showInfo(ctx context.Context, st *planner.Statement, desc *flig
 	if err != nil {
 		return nil, err
 	}
-	raw, err := (&ticket{Kind: "show", SQL: st.SQL}).encode()
+	raw, err := s.seal(ctx, &ticket{Kind: "show", SQL: st.SQL})
 	if err != nil {
 		return nil, err
 	}
@@ -98,6 +102,14 @@ func (s *Server) streamShow(ctx context.Context, sql string, stream flight.DataS
 // showRows is the answer of a SHOW or DESCRIBE, one []any per row.
 func (s *Server) showRows(ctx context.Context, sh *planner.Show) ([][]any, error) {
 	cat := s.store.Catalog()
+	switch sh.What {
+	case planner.ShowGrants:
+		return s.showGrants(ctx, sh.Name) // authorize.go
+	case planner.ShowCreateTable, planner.ShowCreateView, planner.ShowDescribe:
+		if err := s.authorize(ctx, catalog.PrivSelect, sh.DB, sh.Name); err != nil {
+			return nil, err
+		}
+	}
 	switch sh.What {
 	case planner.ShowDatabases:
 		dbs, err := cat.Databases(ctx)
@@ -149,10 +161,14 @@ func (s *Server) showTables(ctx context.Context, db string) ([][]any, error) {
 	}
 	names := make([]string, 0, len(defs)+len(views))
 	for _, d := range defs {
-		names = append(names, d.Name)
+		if s.visible(ctx, catalog.TableObject(d)) {
+			names = append(names, d.Name)
+		}
 	}
 	for _, v := range views {
-		names = append(names, v.Name)
+		if s.visible(ctx, catalog.ViewObject(v)) {
+			names = append(names, v.Name)
+		}
 	}
 	sort.Strings(names)
 	rows := make([][]any, len(names))

@@ -57,10 +57,7 @@ func (s *Server) DoPutCommandStatementUpdate(ctx context.Context, cmd flightsql.
 func (s *Server) execUpdate(ctx context.Context, st *planner.Statement, argRows [][]any) (int64, error) {
 	switch st.Kind {
 	case planner.KindDDL:
-		if n, ok, err := s.execCatalogDDL(ctx, st.DDL); ok { // ddl.go
-			return n, err
-		}
-		return 0, s.store.Exec(ctx, st.DDL)
+		return s.execDDL(ctx, st.DDL) // authorize.go
 	case planner.KindInsert:
 		return s.execInsert(ctx, st.Insert, argRows)
 	case planner.KindDelete:
@@ -80,7 +77,7 @@ func (s *Server) flightInfo(ctx context.Context, st *planner.Statement, handle s
 		// report the row count as the result's total records.
 		var args [][]any
 		if handle != "" {
-			p, err := s.prepared.get(handle)
+			p, err := s.preparedOf(ctx, handle)
 			if err != nil {
 				return nil, err
 			}
@@ -101,7 +98,7 @@ func (s *Server) flightInfo(ctx context.Context, st *planner.Statement, handle s
 		return s.showInfo(ctx, st, desc) // show.go
 	}
 	if lp := s.planLookup(ctx, st); lp != nil {
-		return s.lookupInfo(lp, st.SQL, handle, desc)
+		return s.lookupInfo(ctx, lp, st.SQL, handle, desc)
 	}
 	schema, _, err := s.describe(ctx, st)
 	if err != nil {
@@ -116,7 +113,7 @@ func (s *Server) flightInfo(ctx context.Context, st *planner.Statement, handle s
 	if handle != "" {
 		tk = &ticket{Kind: "prepared", Handle: handle}
 	}
-	raw, err := tk.encode()
+	raw, err := s.seal(ctx, tk)
 	if err != nil {
 		return nil, err
 	}
@@ -202,6 +199,9 @@ type plainScan struct {
 // resolveScan finds what a plain scan reads: a layer of a table of the
 // store ("t" or "t$lake") and columns of it.
 func (s *Server) resolveScan(ctx context.Context, ps *planner.PlainScan) (*plainScan, error) {
+	if err := s.authorize(ctx, catalog.PrivSelect, ps.DB, ps.Table); err != nil {
+		return nil, err
+	}
 	t, layer, err := s.store.Resolve(ctx, ps.DB, ps.Table)
 	if err != nil {
 		return nil, err
@@ -252,7 +252,7 @@ func (s *Server) scanInfo(ctx context.Context, ps *planner.PlainScan, desc *flig
 		return nil, err
 	}
 	if r.layer == tables.LayerTable && r.t.HasPrimaryKey() && r.t.Lake() != nil {
-		return s.stateScanInfo(r, v, desc)
+		return s.stateScanInfo(ctx, r, v, desc)
 	}
 	files, err := v.Files(ctx)
 	if err != nil {
@@ -291,7 +291,7 @@ func (s *Server) scanInfo(ctx context.Context, ps *planner.PlainScan, desc *flig
 			}
 			tk.Ranges = append(tk.Ranges, v.Ranges[i-len(files)])
 		}
-		raw, err := tk.encode()
+		raw, err := s.seal(ctx, tk)
 		if err != nil {
 			return nil, err
 		}
@@ -306,9 +306,9 @@ func (s *Server) scanInfo(ctx context.Context, ps *planner.PlainScan, desc *flig
 // range, read each under the state of its own DoGet, would let a key
 // updated in between appear in the lake part and the log part, or in
 // neither (docs/flight.md, "Plain scans").
-func (s *Server) stateScanInfo(r *plainScan, v *tables.View, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+func (s *Server) stateScanInfo(ctx context.Context, r *plainScan, v *tables.View, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
 	tk := &ticket{Kind: "scan", Table: r.def.ID, Schema: r.def.SchemaID, Cols: r.cols, State: true}
-	raw, err := tk.encode()
+	raw, err := s.seal(ctx, tk)
 	if err != nil {
 		return nil, err
 	}
@@ -329,7 +329,7 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 	if err != nil {
 		return res, err
 	}
-	p := &prepared{sql: req.GetQuery(), stmt: st, dataset: emptySchema, paramsSchema: emptySchema}
+	p := &prepared{sql: req.GetQuery(), stmt: st, dataset: emptySchema, paramsSchema: emptySchema, user: callerID(ctx)}
 	if st.Kind != planner.KindDDL && !(st.Kind == planner.KindInsert && s.engine == nil) {
 		if p.dataset, p.paramsSchema, err = s.describe(ctx, st); err != nil {
 			return res, err
@@ -343,14 +343,17 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 	return res, nil
 }
 
-func (s *Server) ClosePreparedStatement(_ context.Context, req flightsql.ActionClosePreparedStatementRequest) error {
+func (s *Server) ClosePreparedStatement(ctx context.Context, req flightsql.ActionClosePreparedStatementRequest) error {
+	if _, err := s.preparedOf(ctx, string(req.GetPreparedStatementHandle())); err != nil {
+		return nil // closing what one does not hold is a no-op, as closing what is gone
+	}
 	s.prepared.remove(string(req.GetPreparedStatementHandle()))
 	return nil
 }
 
 func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
 	h := string(cmd.GetPreparedStatementHandle())
-	p, err := s.prepared.get(h)
+	p, err := s.preparedOf(ctx, h)
 	if err != nil {
 		return nil, err
 	}
@@ -362,7 +365,7 @@ func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flights
 
 func (s *Server) GetSchemaPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery, _ *flight.FlightDescriptor) (*flight.SchemaResult, error) {
 	h := string(cmd.GetPreparedStatementHandle())
-	p, err := s.prepared.get(h)
+	p, err := s.preparedOf(ctx, h)
 	if err != nil {
 		return nil, err
 	}
@@ -376,7 +379,7 @@ func (s *Server) GetSchemaPreparedStatement(ctx context.Context, cmd flightsql.P
 // DoPutPreparedStatementQuery binds parameters.
 func (s *Server) DoPutPreparedStatementQuery(ctx context.Context, cmd flightsql.PreparedStatementQuery, rdr flight.MessageReader, _ flight.MetadataWriter) ([]byte, error) {
 	h := cmd.GetPreparedStatementHandle()
-	p, err := s.prepared.get(string(h))
+	p, err := s.preparedOf(ctx, string(h))
 	if err != nil {
 		return nil, err
 	}
@@ -400,7 +403,7 @@ func (s *Server) DoPutPreparedStatementQuery(ctx context.Context, cmd flightsql.
 }
 
 func (s *Server) DoPutPreparedStatementUpdate(ctx context.Context, cmd flightsql.PreparedStatementUpdate, rdr flight.MessageReader) (int64, error) {
-	p, err := s.prepared.get(string(cmd.GetPreparedStatementHandle()))
+	p, err := s.preparedOf(ctx, string(cmd.GetPreparedStatementHandle()))
 	if err != nil {
 		return 0, err
 	}
@@ -427,7 +430,7 @@ func (s *Server) describeInsert(ctx context.Context, ins *planner.Insert) (*arro
 	if s.engine == nil {
 		return nil, nil, fmt.Errorf("%w: INSERT needs the query engine", errUnsupported)
 	}
-	t, err := s.store.Get(ctx, ins.DB, ins.Table)
+	t, err := s.table(ctx, catalog.PrivInsert, ins.DB, ins.Table)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -2,6 +2,8 @@ package flightsrv
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 
@@ -9,18 +11,29 @@ import (
 	"github.com/lakestream/lakestream/tables"
 )
 
-// Lakestream tickets are the magic prefix followed by a JSON object. JSON
-// keeps them readable in logs and packet captures; they are small, and
-// decoded once per DoGet. Tickets not starting with the prefix are Flight
-// SQL's own and go to its router.
+// Lakestream tickets are the magic prefix, an HMAC-SHA256 of the JSON
+// under the node's ticket key, and a JSON object. JSON keeps them readable
+// in logs and packet captures; they are small, and decoded once per DoGet.
+// The MAC makes them tamper-proof: a ticket names lake files, log ranges
+// and SQL that DoGet serves as they are, so one the node did not issue, or
+// one altered, is refused before anything in it is read. "user" binds a
+// ticket to the user that planned it (0: none, authentication off), and
+// DoGet checks the caller's privilege again (authorize.go). Tickets not
+// starting with the prefix are Flight SQL's own and go to its router.
 //
-//	"LSTK1" | {"kind":"scan","table":12,"schema":0,"cols":[0,2],"ranges":[{"Bucket":0,"From":0,"To":4096}]}
-var ticketMagic = []byte("LSTK1")
+//	"LSTK2" | HMAC-SHA256(key, json) (32 bytes) | json
+//	json: {"kind":"scan","user":3,"table":12,"schema":0,"cols":[0,2],"ranges":[{"Bucket":0,"From":0,"To":4096}]}
+var ticketMagic = []byte("LSTK2")
+
+const ticketMACBytes = sha256.Size
 
 const maxTicketBytes = 64 << 10
 
 type ticket struct {
 	Kind string `json:"kind"` // "scan", "query", "prepared", "lookup" (SQL, or Handle when prepared), "changes" (Ranges' To is -1: unbounded) or "show"
+	// User is the ID of the user that planned the ticket, the only one
+	// that may use it; 0 for none.
+	User int64 `json:"user,omitempty"`
 	// scan
 	Table  int64          `json:"table,omitempty"`
 	Schema int32          `json:"schema,omitempty"`
@@ -44,20 +57,36 @@ type ticket struct {
 
 func isLakestreamTicket(b []byte) bool { return bytes.HasPrefix(b, ticketMagic) }
 
-func (t *ticket) encode() ([]byte, error) {
+// encode returns the ticket signed with key.
+func (t *ticket) encode(key []byte) ([]byte, error) {
 	b, err := json.Marshal(t)
 	if err != nil {
 		return nil, err
 	}
-	return append(append([]byte(nil), ticketMagic...), b...), nil
+	out := make([]byte, 0, len(ticketMagic)+ticketMACBytes+len(b))
+	out = append(out, ticketMagic...)
+	out = append(out, ticketMAC(key, b)...)
+	return append(out, b...), nil
 }
 
-func decodeTicket(b []byte) (*ticket, error) {
+func ticketMAC(key, body []byte) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write(body)
+	return m.Sum(nil)
+}
+
+// decodeTicket checks a ticket's MAC under key and reads it. A ticket
+// whose MAC does not verify is errForgedTicket (PermissionDenied).
+func decodeTicket(key, b []byte) (*ticket, error) {
 	if len(b) > maxTicketBytes {
 		return nil, fmt.Errorf("%w: ticket of %d bytes, over the %d-byte limit", errInvalid, len(b), maxTicketBytes)
 	}
+	rest := bytes.TrimPrefix(b, ticketMagic)
+	if len(rest) < ticketMACBytes || !hmac.Equal(rest[:ticketMACBytes], ticketMAC(key, rest[ticketMACBytes:])) {
+		return nil, errForgedTicket
+	}
 	var t ticket
-	if err := json.Unmarshal(bytes.TrimPrefix(b, ticketMagic), &t); err != nil {
+	if err := json.Unmarshal(rest[ticketMACBytes:], &t); err != nil {
 		return nil, fmt.Errorf("%w: malformed ticket: %v", errInvalid, err)
 	}
 	switch t.Kind {

@@ -37,7 +37,7 @@ func (s *Server) viewRows(ctx context.Context, cmd flightsql.GetTables) ([][]any
 	}
 	var rows [][]any
 	for _, v := range views {
-		if !like(cmd.GetDBSchemaFilterPattern(), v.DB) || !like(cmd.GetTableNameFilterPattern(), v.Name) {
+		if !like(cmd.GetDBSchemaFilterPattern(), v.DB) || !like(cmd.GetTableNameFilterPattern(), v.Name) || !s.visible(ctx, catalog.ViewObject(v)) {
 			continue
 		}
 		row := []any{catalogName, v.DB, v.Name, viewType}

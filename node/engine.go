@@ -6,6 +6,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/lakestream/lakestream/auth"
 	"github.com/lakestream/lakestream/catalog"
 	"github.com/lakestream/lakestream/flightsrv"
 	"github.com/lakestream/lakestream/internal/scan"
@@ -41,7 +42,8 @@ func newEngine(res scan.Resolver, cfg Config) (engine, error) {
 // lake service (lakestream.tiering), then the store's tables, each the
 // union of its lake and log tail ("t"), its lake ("t$lake") or its
 // changelog ("t$changelog"), or the binlog view of the changelog
-// ("t$binlog", planner.Binlog).
+// ("t$binlog", planner.Binlog). It checks no privilege: it is for tools
+// and tests; the node's engine resolves through one that does.
 func Resolver(store *tables.Store, lake *tiering.Service) scan.Resolver {
 	return resolver{store: store, lake: lake}
 }
@@ -50,9 +52,19 @@ type resolver struct {
 	store *tables.Store
 	lake  *tiering.Service
 	nodes scan.Table // lakestream.nodes; nil outside a node (Resolver)
+	// checked makes every name resolved for a query need SELECT on it
+	// (auth.Authorize), the caller's identity coming with ctx: whatever
+	// reads a table through the engine (a query, a CTE, a view's body,
+	// "t$lake", "t$changelog", a system table) is checked here.
+	checked bool
 }
 
 func (r resolver) Table(ctx context.Context, db, name string) (scan.Table, error) {
+	if r.checked {
+		if err := auth.Authorize(ctx, r.store.Catalog(), catalog.PrivSelect, db, name); err != nil {
+			return nil, err
+		}
+	}
 	if t := r.lake.SystemTable(db, name); t != nil {
 		return t, nil
 	}
@@ -76,6 +88,11 @@ func (r resolver) Table(ctx context.Context, db, name string) (scan.Table, error
 func (r resolver) View(ctx context.Context, db, name string) (string, bool) {
 	v, err := r.store.Catalog().View(ctx, db, name)
 	if err != nil {
+		return "", false
+	}
+	if r.checked && auth.AuthorizeObject(ctx, r.store.Catalog(), catalog.PrivSelect, catalog.ViewObject(v)) != nil {
+		// Not expanded: the engine resolves the name as a table, and
+		// Table refuses it with the permission error.
 		return "", false
 	}
 	return v.Query, true

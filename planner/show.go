@@ -22,6 +22,9 @@ const (
 	ShowCreateTable
 	// ShowCreateView is SHOW CREATE VIEW name.
 	ShowCreateView
+	// ShowGrants is SHOW GRANTS [FOR name]: Name is the user or role, ""
+	// for the caller.
+	ShowGrants
 )
 
 // Show is a SHOW or DESCRIBE statement, answered from the catalog (and,
@@ -54,6 +57,16 @@ func parseShow(sql string) (*Show, bool, error) {
 	switch {
 	case s.keyword("databases"), s.keyword("schemas"):
 		return s.showEnd(&Show{What: ShowDatabases})
+	case s.keyword("grants"):
+		sh := &Show{What: ShowGrants}
+		if s.keyword("for") {
+			name, ok := s.anyIdent()
+			if !ok {
+				return nil, true, fmt.Errorf("syntax error at position %d: expected a user or role name after SHOW GRANTS FOR", s.at())
+			}
+			sh.Name = name
+		}
+		return s.showEnd(sh)
 	case s.keyword("tables"):
 		sh := &Show{What: ShowTables}
 		if s.keyword("from") || s.keyword("in") {
@@ -81,7 +94,7 @@ func parseShow(sql string) (*Show, bool, error) {
 	if t := s.peek(); t.Kind == TokIdent || t.Kind == TokQuoted {
 		return s.showObject(&Show{What: ShowDescribe}, "SHOW") // DuckDB's SHOW t is DESCRIBE t
 	}
-	return nil, true, fmt.Errorf("syntax error at position %d: expected DATABASES, TABLES, CREATE TABLE, CREATE VIEW or a table name after SHOW", s.at())
+	return nil, true, fmt.Errorf("syntax error at position %d: expected DATABASES, TABLES, GRANTS, CREATE TABLE, CREATE VIEW or a table name after SHOW", s.at())
 }
 
 // showObject reads the [db.]name a SHOW or DESCRIBE names.
