@@ -64,6 +64,9 @@ func (s *Server) execCreateTableAs(ctx context.Context, ct *catalog.CreateTable)
 	if err := s.store.Exec(ctx, &def); err != nil {
 		return 0, err
 	}
+	if err := s.recordOwner(ctx, ct.Table); err != nil { // before the INSERT, which needs the owner's privilege
+		return 0, err
+	}
 	n, err := s.execInsert(ctx, &planner.Insert{DB: ct.Table.DB, Table: ct.Table.Name, Source: ct.AsQuery}, nil)
 	if err != nil {
 		drop := &catalog.DropTable{Table: ct.Table}

@@ -51,10 +51,11 @@ type SecurityConfig struct {
 	// Default 8h.
 	TokenTTL time.Duration
 
-	// hash and now, for tests, make password hashing cheap and move the
-	// tokens' clock.
-	hash auth.HashParams
-	now  func() time.Time
+	// hash, now and loginBurst, for tests, make password hashing cheap,
+	// move the tokens' clock and allow more failed logins.
+	hash       auth.HashParams
+	now        func() time.Time
+	loginBurst int
 }
 
 // The values of SecurityConfig.Auth.
@@ -157,7 +158,7 @@ func (n *Node) openSecurity(ctx context.Context) error {
 		return err
 	}
 	required := sc.required(cfg.Listen, cfg.HTTP)
-	n.sec.auth, err = auth.NewService(auth.Config{Required: required, Users: n.cat, Key: key, TokenTTL: sc.TokenTTL, Hash: sc.hash, Now: sc.now, Logger: cfg.Logger})
+	n.sec.auth, err = auth.NewService(auth.Config{Required: required, Users: n.cat, Key: key, TokenTTL: sc.TokenTTL, Hash: sc.hash, Now: sc.now, LoginBurst: sc.loginBurst, Logger: cfg.Logger})
 	if err != nil {
 		return err
 	}
