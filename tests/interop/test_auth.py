@@ -75,6 +75,7 @@ def test_adbc_username_password_over_tls(tls_server, certs):
     query(admin, "CREATE TABLE t (id BIGINT NOT NULL, amount DOUBLE, kind VARCHAR, ts TIMESTAMPTZ)")
     ingest(admin, "t", gen_rows(0, 100))
     query(admin, "CREATE USER alice WITH PASSWORD 'alice-password'")
+    query(admin, "GRANT SELECT ON TABLE t TO alice")
     alice = adbc_connect(tls_server, certs, "alice", "alice-password")
     assert query(alice, "SELECT count(*) AS n FROM t").column("n").to_pylist() == [100]
     with pytest.raises(Exception, match="(?i)permission"):
@@ -142,6 +143,8 @@ def test_jdbc_user_password_over_tls(tls_server, certs, smoke_classpath, tmp_pat
     data = gen_rows(0, ROWS)
     ingest(admin, "events", data)
     query(admin, "CREATE USER jdbc_user WITH PASSWORD 'jdbc-password'")
+    query(admin, "GRANT SELECT ON TABLE events TO jdbc_user")
+    query(admin, "GRANT CREATE ON DATABASE default TO jdbc_user")  # the smoke creates a table
     admin.close()
     url = (f"jdbc:arrow-flight-sql://localhost:{tls_server.port}?useEncryption=true&useSystemTrustStore=false"
            f"&trustStore={store}&trustStorePassword=changeit&user=jdbc_user&password=jdbc-password")
