@@ -21,6 +21,8 @@ func TestClassifyShow(t *testing.T) {
 		"describe (SELECT 1) UNION ALL (SELECT 2)": "{What:3 DB: Name: Query:(SELECT 1) UNION ALL (SELECT 2)}",
 		"SHOW CREATE TABLE t":                      "{What:4 DB: Name:t Query:}",
 		"SHOW CREATE VIEW s.v":                     "{What:5 DB:s Name:v Query:}",
+		"SHOW GRANTS":                              "{What:6 DB: Name: Query:}",
+		`show grants for "Alice";`:                 "{What:6 DB: Name:Alice Query:}",
 	}
 	for sql, want := range tests {
 		st, err := Classify(sql)
@@ -33,7 +35,8 @@ func TestClassifyShow(t *testing.T) {
 		}
 	}
 	for sql, want := range map[string]string{
-		"SHOW":                "invalid statement: syntax error at position 4: expected DATABASES, TABLES, CREATE TABLE, CREATE VIEW or a table name after SHOW",
+		"SHOW":                "invalid statement: syntax error at position 4: expected DATABASES, TABLES, GRANTS, CREATE TABLE, CREATE VIEW or a table name after SHOW",
+		"SHOW GRANTS FOR":     "invalid statement: syntax error at position 15: expected a user or role name after SHOW GRANTS FOR",
 		"SHOW TABLES FROM":    "invalid statement: syntax error at position 16: expected a database name after SHOW TABLES FROM",
 		"SHOW CREATE INDEX i": "invalid statement: syntax error at position 12: expected TABLE or VIEW after SHOW CREATE",
 		"DESCRIBE t u":        `invalid statement: syntax error at position 11: unexpected "u"`,
