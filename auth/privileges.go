@@ -59,7 +59,7 @@ func check(g *catalog.Grants, id Identity, priv catalog.Privilege, o catalog.Obj
 	if held := g.Held(id.UserID, o); held&priv == priv {
 		return nil
 	}
-	return fmt.Errorf("%w for %s: user %q needs %s on it (GRANT %s ON %s TO %s)", ErrPermissionDenied, o, id.User, priv, priv, grantTarget(o), id.User)
+	return fmt.Errorf("%w for %s: user %q needs %s on it (GRANT %s ON %s TO %s)", ErrPermissionDenied, o, id.User, priv, priv, grantTarget(o), catalog.QuoteIdent(id.User))
 }
 
 func grantTarget(o catalog.Object) string {
