@@ -165,6 +165,10 @@ func (s *Server) streamChanges(ctx context.Context, tk *ticket, out flight.DataS
 		select {
 		case rec := <-recs:
 			sub.read.Add(rec.NumRows())
+			if err := s.authorizeFollow(ctx, t); err != nil { // authorize.go: a REVOKE ends the stream
+				rec.Release()
+				return err
+			}
 			if err := s.sendChanges(w, sent, rec, filter); err != nil {
 				return err
 			}

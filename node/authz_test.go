@@ -383,7 +383,8 @@ func authzModel(op authzOp, caller string) (codes.Code, bool) {
 
 // Tickets: one forged (its JSON altered), one used by another user, and
 // one used after the privilege it was planned under was revoked are
-// refused; a prepared statement is its preparer's only.
+// refused; a prepared statement is its preparer's only; a subscription
+// open when its privilege is revoked ends at its next batch.
 func TestTicketsBoundAndRechecked(t *testing.T) {
 	cfg := secureConfig(t, SecurityConfig{Auth: AuthOn, AdminPassword: "admin-password"})
 	n, cancel, done := startNodeWith(t, cfg)
@@ -426,8 +427,33 @@ func TestTicketsBoundAndRechecked(t *testing.T) {
 	if _, err := ps.Execute(alice); status.Code(err) != codes.PermissionDenied {
 		t.Fatalf("alice executes bob's prepared statement: %v, want PermissionDenied", err)
 	}
+	subCtx, stopSub := context.WithTimeout(bob, time.Minute)
+	defer stopSub()
+	sub, err := cl.Execute(subCtx, "SELECT id FROM changes('t', 'earliest')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	subRdr, err := cl.DoGet(subCtx, sub.Endpoint[0].Ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer subRdr.Release()
+	for seen := int64(0); seen < 2; {
+		if !subRdr.Next() {
+			t.Fatalf("subscription ended before the rows there were: %v", subRdr.Err())
+		}
+		seen += subRdr.RecordBatch().NumRows()
+	}
 	if err := m.exec(admin, "REVOKE SELECT ON TABLE t FROM bob"); err != nil {
 		t.Fatal(err)
+	}
+	if err := m.exec(admin, "INSERT INTO t VALUES (3, 3)"); err != nil {
+		t.Fatal(err)
+	}
+	for subRdr.Next() {
+	}
+	if status.Code(subRdr.Err()) != codes.PermissionDenied {
+		t.Fatalf("the subscription after REVOKE: %v, want PermissionDenied", subRdr.Err())
 	}
 	if err := m.readAll(bob, info); status.Code(err) != codes.PermissionDenied {
 		t.Fatalf("bob's ticket after REVOKE: %v, want PermissionDenied", err)
