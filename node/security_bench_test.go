@@ -16,17 +16,19 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// BenchmarkSecurity measures what authentication and TLS cost against
-// plaintext without authentication (docs/benchmarks.md): a primary-key
-// point query, a 10-row ingest, and a scan of 200,000 rows. The four
-// nodes (plain, auth, tls, auth+tls) run at once and are measured in
+// BenchmarkSecurity measures what authentication, the privilege check and
+// TLS cost against plaintext without authentication (docs/benchmarks.md):
+// a primary-key point query, a 10-row ingest, and a scan of 200,000 rows.
+// The five nodes (plain; auth, as admin, a superuser, whom the privilege
+// check waves through; auth+priv, as a user holding the privileges by
+// grants, checked on every call; tls; auth+tls) run at once and are measured in
 // turns, round after round, so that the load of a shared machine falls on
 // all of them alike; each figure is the median of its rounds, reported
 // as a ratio to plain's.
 //
 //	go test -run '^$' -bench BenchmarkSecurity -benchtime 1x ./node
 func BenchmarkSecurity(b *testing.B) {
-	modes := []string{"plain", "auth", "tls", "auth+tls"}
+	modes := []string{"plain", "auth", "auth+priv", "tls", "auth+tls"}
 	type target struct {
 		cl  *flightsql.Client
 		ctx context.Context
@@ -100,7 +102,7 @@ func benchSecureNode(b *testing.B, mode string) (*flightsql.Client, context.Cont
 	b.Helper()
 	sec := SecurityConfig{AdminPassword: "admin-password"}
 	var ca *testCA
-	if mode == "auth" || mode == "auth+tls" {
+	if mode == "auth" || mode == "auth+tls" || mode == "auth+priv" {
 		sec.Auth = AuthOn
 	}
 	dir := b.TempDir()
@@ -148,6 +150,21 @@ func benchSecureNode(b *testing.B, mode string) (*flightsql.Client, context.Cont
 			b.Fatal(err)
 		}
 		rec.Release()
+	}
+	if mode == "auth+priv" {
+		for _, sql := range []string{
+			"CREATE USER bench WITH PASSWORD 'bench-password'",
+			"GRANT SELECT ON TABLE kv, big TO bench",
+			"GRANT INSERT ON TABLE log TO bench",
+		} {
+			if _, err := query(ctx, cl, sql); err != nil {
+				b.Fatal(err)
+			}
+		}
+		var err error
+		if ctx, err = cl.Client.AuthenticateBasicToken(context.Background(), "bench", "bench-password"); err != nil {
+			b.Fatal(err)
+		}
 	}
 	return cl, ctx
 }
