@@ -79,4 +79,3 @@ func BenchmarkPrivilegeCheck(b *testing.B) {
 		b.ReportMetric(float64(got)/float64(base), op+"-granted/admin")
 	}
 }
-
