@@ -22,6 +22,11 @@
 //     stay readable (SchemaAt, ArrowSchemaAt).
 //   - views.go: persistent views, a name for a query that the query
 //     engine expands; a view and a table never share a name.
+//   - users.go, grants*.go: users, roles, role memberships, privileges
+//     and owners, stored, with the parsing of their statements (CREATE
+//     USER, CREATE ROLE, GRANT, REVOKE). The catalog answers what a user
+//     holds (Grants.Held) from an immutable copy; who may do what is
+//     package auth's.
 //   - store*.go, migrate.go, snapshot.go, exec.go: the durable Catalog, a
 //     SQLite database (modernc.org/sqlite, pure Go) inside the data dir,
 //     with versioned schema migrations; reads are served from an in-memory
