@@ -178,9 +178,9 @@ func authCode(err error) (codes.Code, bool) {
 		return codes.PermissionDenied, true
 	case errors.Is(err, auth.ErrTooManyFailures):
 		return codes.ResourceExhausted, true
-	case errors.Is(err, catalog.ErrUserNotFound):
+	case errors.Is(err, catalog.ErrUserNotFound), errors.Is(err, catalog.ErrRoleNotFound):
 		return codes.NotFound, true
-	case errors.Is(err, catalog.ErrUserExists):
+	case errors.Is(err, catalog.ErrUserExists), errors.Is(err, catalog.ErrRoleExists):
 		return codes.AlreadyExists, true
 	}
 	return codes.OK, false
