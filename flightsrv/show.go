@@ -116,9 +116,11 @@ func (s *Server) showRows(ctx context.Context, sh *planner.Show) ([][]any, error
 		if err != nil {
 			return nil, err
 		}
-		rows := make([][]any, len(dbs))
-		for i, db := range dbs {
-			rows[i] = []any{db}
+		rows := make([][]any, 0, len(dbs))
+		for _, db := range dbs {
+			if s.databaseVisible(ctx, db) { // authorize.go: as GetDbSchemas
+				rows = append(rows, []any{db})
+			}
 		}
 		return rows, nil
 	case planner.ShowTables:

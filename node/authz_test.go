@@ -251,6 +251,11 @@ func authzOps() []authzOp {
 			names, err := m.column(ctx, info, err, "name")
 			return slices.Contains(names, "t"), err
 		}},
+		{name: "SHOW DATABASES", listing: true, needs: sel, run: func(ctx context.Context, m *matrix, _ string) (bool, error) {
+			info, err := m.cl.Execute(ctx, "SHOW DATABASES")
+			names, err := m.column(ctx, info, err, "database_name")
+			return slices.Contains(names, "default"), err
+		}},
 		{name: "ListFlights", listing: true, needs: sel, run: func(ctx context.Context, m *matrix, _ string) (bool, error) {
 			stream, err := m.cl.Client.ListFlights(ctx, &flight.Criteria{})
 			if err != nil {
