@@ -113,6 +113,7 @@ func (a *Appender) Flush(ctx context.Context) error {
 		return err
 	}
 	defer w.end(e)
+	w.sync(e, a.writer.ID, a.t.log)
 	dup, err := w.check(e, a.writer)
 	if err != nil {
 		return fmt.Errorf("write to %s: %w", a.def.FullName(), err)
