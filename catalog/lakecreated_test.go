@@ -46,7 +46,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 	stmts := append([]string{
 		`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`,
 		`INSERT INTO schema_migrations VALUES (1, 0)`,
-	}, migrations[0]...)
+	}, migrations[0].sqlite...)
 	stmts = append(stmts,
 		`INSERT INTO tables (db, name, schema_id, primary_key, partition_spec, options, raw_options, created_at)
 			VALUES ('default', 'old', 0, '[]', '[]', '{"bucket_num":1}', '{}', 0)`,
