@@ -1,0 +1,270 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Tests of one PostgreSQL catalog shared by several handles, as by the
+// nodes of a cluster: each handle is its own Catalog, with its own
+// connection pool and snapshot.
+
+// sharedHandles opens n handles on one new PostgreSQL catalog, with cfg.
+func sharedHandles(t *testing.T, n int, cfg func(i int) Config) []*Catalog {
+	t.Helper()
+	url := freshPostgres(t)
+	out := make([]*Catalog, n)
+	for i := range out {
+		c, err := OpenPostgres(context.Background(), url, cfg(i))
+		if err != nil {
+			t.Fatalf("open handle %d: %v", i, err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		out[i] = c
+	}
+	return out
+}
+
+func twoHandles(t *testing.T) (*Catalog, *Catalog) {
+	hs := sharedHandles(t, 2, func(int) Config { return Config{} })
+	return hs[0], hs[1]
+}
+
+func refresh(t *testing.T, c *Catalog) bool {
+	t.Helper()
+	changed, err := c.Refresh(context.Background())
+	if err != nil {
+		t.Fatalf("Refresh: %v", err)
+	}
+	return changed
+}
+
+// A change on one handle reaches the other at its Refresh: tables, their
+// schema versions, views, databases and users, with the same ids.
+func TestSharedRefreshSeesOthersChanges(t *testing.T) {
+	var changes atomic.Int64
+	hs := sharedHandles(t, 2, func(i int) Config {
+		if i == 1 {
+			return Config{OnChange: func() { changes.Add(1) }}
+		}
+		return Config{}
+	})
+	a, b := hs[0], hs[1]
+	ctx := context.Background()
+	if refresh(t, b) {
+		t.Error("Refresh with no change reported one")
+	}
+	exec(t, a, "CREATE DATABASE shop")
+	created := exec(t, a, "CREATE TABLE shop.orders (id BIGINT PRIMARY KEY, note VARCHAR) WITH ('bucket.num' = '3')").Table
+	if _, err := b.Table(ctx, "shop", "orders"); !errors.Is(err, ErrDatabaseNotFound) {
+		t.Fatalf("before Refresh, b sees %v; want its old snapshot", err)
+	}
+	if !refresh(t, b) || changes.Load() != 1 {
+		t.Fatalf("Refresh after a change: changed false or OnChange not called (%d)", changes.Load())
+	}
+	got, err := b.Table(ctx, "shop", "orders")
+	if err != nil || got.ID != created.ID || describe(got) != describe(created) || got.Options.BucketNum != 3 {
+		t.Fatalf("b sees %v, %v; want %s", got, err, describe(created))
+	}
+	if refresh(t, b) {
+		t.Error("a second Refresh reported a change")
+	}
+
+	altered := exec(t, a, "ALTER TABLE shop.orders ADD COLUMN qty INT").Table
+	exec(t, a, "CREATE VIEW shop.big AS SELECT * FROM orders")
+	if _, _, err := a.CreateUser(ctx, "alice", "hash", false, false); err != nil {
+		t.Fatal(err)
+	}
+	refresh(t, b)
+	if got, _ := b.Table(ctx, "shop", "orders"); got == nil || got.SchemaID != 1 || describe(got) != describe(altered) {
+		t.Errorf("after ADD COLUMN b sees %v", got)
+	}
+	if v, err := b.View(ctx, "shop", "big"); err != nil || v.Query != "SELECT * FROM orders" {
+		t.Errorf("view on b: %v, %v", v, err)
+	}
+	if u, ok := b.User("alice"); !ok || u.PasswordHash != "hash" {
+		t.Errorf("user on b: %v, %v", u, ok)
+	}
+
+	exec(t, a, "DROP TABLE shop.orders")
+	if _, err := a.SetPassword(ctx, "alice", "hash2"); err != nil {
+		t.Fatal(err)
+	}
+	refresh(t, b)
+	if _, err := b.Table(ctx, "shop", "orders"); !errors.Is(err, ErrTableNotFound) {
+		t.Errorf("dropped table on b: %v", err)
+	}
+	if u, _ := b.User("alice"); u == nil || u.Generation != 1 {
+		t.Errorf("user after SetPassword on b: %+v", u)
+	}
+	exec(t, a, "DROP DATABASE shop CASCADE")
+	if _, err := a.DropUser(ctx, "alice", false); err != nil {
+		t.Fatal(err)
+	}
+	refresh(t, b)
+	if dbs, _ := b.Databases(ctx); len(dbs) != 1 {
+		t.Errorf("databases on b after DROP DATABASE: %v", dbs)
+	}
+	if _, ok := b.User("alice"); ok {
+		t.Error("dropped user still on b")
+	}
+}
+
+// A write on a handle whose snapshot is stale sees the others' changes
+// first: its checks run against the database's state, not the snapshot.
+func TestSharedWriteChecksFreshState(t *testing.T) {
+	var changes atomic.Int64
+	hs := sharedHandles(t, 2, func(i int) Config {
+		return Config{OnChange: func() { changes.Add(int64(i)) }}
+	})
+	a, b := hs[0], hs[1]
+	ctx := context.Background()
+	first := exec(t, a, "CREATE TABLE t (x INT)").Table
+	if err := execErr(t, b, "CREATE TABLE t (y INT)"); !errors.Is(err, ErrTableExists) {
+		t.Fatalf("CREATE TABLE on a stale handle: %v, want ErrTableExists", err)
+	}
+	if changes.Load() != 1 {
+		t.Errorf("OnChange called %d times on the write that reloaded, want 1", changes.Load())
+	}
+	if got, err := b.Table(ctx, "", "t"); err != nil || got.ID != first.ID {
+		t.Errorf("after its write b sees %v, %v: the reload must be published", got, err)
+	}
+	if res := exec(t, b, "CREATE TABLE IF NOT EXISTS t (y INT)"); !res.NoOp || res.Table.ID != first.ID {
+		t.Errorf("IF NOT EXISTS on b: %+v", res)
+	}
+
+	exec(t, a, "ALTER TABLE t ADD COLUMN y INT")
+	if tbl := exec(t, b, "ALTER TABLE t ADD COLUMN z INT").Table; tbl.SchemaID != 2 || len(tbl.Columns) != 3 {
+		t.Errorf("ADD COLUMN on a stale handle: schema %d, %d columns; want 2, 3", tbl.SchemaID, len(tbl.Columns))
+	}
+	if err := execErr(t, a, "ALTER TABLE t ADD COLUMN z INT"); !errors.Is(err, ErrColumnExists) {
+		t.Errorf("the same column on a: %v, want ErrColumnExists", err)
+	}
+
+	exec(t, a, "DROP TABLE t")
+	if err := execErr(t, b, "DROP TABLE t"); !errors.Is(err, ErrTableNotFound) {
+		t.Errorf("DROP of a table dropped elsewhere: %v, want ErrTableNotFound", err)
+	}
+	second := exec(t, b, "CREATE TABLE t (x INT)").Table
+	if second.ID <= first.ID {
+		t.Errorf("ids: %d after %d; ids are never reused", second.ID, first.ID)
+	}
+	if _, _, err := a.CreateUser(ctx, "bob", "h", false, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.CreateUser(ctx, "bob", "h", false, false); !errors.Is(err, ErrUserExists) {
+		t.Errorf("CreateUser on a stale handle: %v, want ErrUserExists", err)
+	}
+}
+
+// Handles racing to create one name: exactly one wins, the others get
+// ErrTableExists (ErrDatabaseExists), and all agree on the winner's id.
+func TestSharedRacingCreates(t *testing.T) {
+	const handles, rounds = 3, 15
+	hs := sharedHandles(t, handles, func(int) Config { return Config{} })
+	ctx := context.Background()
+	for r := range rounds {
+		for _, sql := range []string{fmt.Sprintf("CREATE DATABASE d%d", r), fmt.Sprintf("CREATE TABLE d%d.t (a INT)", r)} {
+			stmt, err := Parse(sql)
+			if err != nil {
+				t.Fatal(err)
+			}
+			errs := make([]error, handles)
+			ids := make([]int64, handles)
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for i, c := range hs {
+				wg.Go(func() {
+					<-start
+					res, err := c.Exec(ctx, stmt)
+					errs[i] = err
+					if res.Table != nil {
+						ids[i] = res.Table.ID
+					}
+				})
+			}
+			close(start)
+			wg.Wait()
+			won := 0
+			var winner int64
+			for i, err := range errs {
+				switch {
+				case err == nil:
+					won++
+					winner = ids[i]
+				case errors.Is(err, ErrTableExists), errors.Is(err, ErrDatabaseExists):
+				default:
+					t.Fatalf("%s on handle %d: %v", sql, i, err)
+				}
+			}
+			if won != 1 {
+				t.Fatalf("%s: %d handles won, want exactly 1 (errors %v)", sql, won, errs)
+			}
+			for i, c := range hs {
+				refresh(t, c)
+				if winner == 0 {
+					continue
+				}
+				if got, err := c.Table(ctx, fmt.Sprintf("d%d", r), "t"); err != nil || got.ID != winner {
+					t.Errorf("round %d: handle %d sees %v, %v; want id %d", r, i, got, err, winner)
+				}
+			}
+		}
+	}
+}
+
+// Watch polls and refreshes: a change on one handle reaches another's
+// OnChange without a call to Refresh.
+func TestSharedWatch(t *testing.T) {
+	notified := make(chan struct{}, 1)
+	hs := sharedHandles(t, 2, func(i int) Config {
+		return Config{PollInterval: 5 * time.Millisecond, OnChange: func() {
+			select {
+			case notified <- struct{}{}:
+			default:
+			}
+		}}
+	})
+	a, b := hs[0], hs[1]
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Watch(ctx) }()
+	for i := range 3 {
+		created := exec(t, a, fmt.Sprintf("CREATE TABLE w%d (x INT)", i)).Table
+		select {
+		case <-notified:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no OnChange within 30s of CREATE TABLE w%d", i)
+		}
+		if got, err := b.Table(ctx, "", created.Name); err != nil || got.ID != created.ID {
+			t.Fatalf("after OnChange b sees %v, %v", got, err)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Watch after cancel: %v", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Watch(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Errorf("Watch on a closed catalog: %v, want ErrClosed", err)
+	}
+}
+
+// On SQLite there is no other writer: Refresh finds nothing, Watch ends
+// at once.
+func TestSQLiteRefreshAndWatch(t *testing.T) {
+	c, _ := newTestCatalog(t)
+	if changed, err := c.Refresh(context.Background()); changed || err != nil {
+		t.Errorf("Refresh = %v, %v", changed, err)
+	}
+	if err := c.Watch(context.Background()); err != nil {
+		t.Errorf("Watch = %v", err)
+	}
+}
