@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -266,5 +267,71 @@ func TestSQLiteRefreshAndWatch(t *testing.T) {
 	}
 	if err := c.Watch(context.Background()); err != nil {
 		t.Errorf("Watch = %v", err)
+	}
+}
+
+// Every schema version has its text for both databases.
+func TestMigrationsHaveBothTexts(t *testing.T) {
+	for i, m := range migrations {
+		if len(m.sqlite) == 0 || len(m.postgres) == 0 {
+			t.Errorf("migration to version %d: %d SQLite and %d PostgreSQL statements; each needs both", i+1, len(m.sqlite), len(m.postgres))
+		}
+	}
+}
+
+// Nodes starting at once on an empty database migrate one after the
+// other; the catalog's tables are in their own schema, apart from the
+// other users of the database; opening again changes nothing.
+func TestPostgresMigrateConcurrently(t *testing.T) {
+	url := freshPostgres(t)
+	ctx := context.Background()
+	const nodes = 4
+	errs := make([]error, nodes)
+	var wg sync.WaitGroup
+	for i := range nodes {
+		wg.Go(func() {
+			c, err := OpenPostgres(ctx, url, Config{})
+			if err == nil {
+				err = c.Close()
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("node %d: %v", i, err)
+		}
+	}
+	c, err := OpenPostgres(ctx, url, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var version, public, ours int
+	if err := c.db.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&version); err != nil || version != len(migrations) {
+		t.Errorf("schema version %d, %v; want %d", version, err, len(migrations))
+	}
+	q := `SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = $1`
+	if err := c.db.QueryRowContext(ctx, q, "public").Scan(&public); err != nil || public != 0 {
+		t.Errorf("%d tables in schema public, %v; want none", public, err)
+	}
+	if err := c.db.QueryRowContext(ctx, q, pgSchema).Scan(&ours); err != nil || ours != 7 {
+		t.Errorf("%d tables in schema %s, %v; want 7", ours, pgSchema, err)
+	}
+}
+
+func TestOpenPostgresRefusesBadInput(t *testing.T) {
+	ctx := context.Background()
+	if _, err := OpenPostgres(ctx, "postgres://u@h/db", Config{PollInterval: -1}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "PollInterval") {
+		t.Errorf("negative PollInterval: %v", err)
+	}
+	if _, err := OpenPostgres(ctx, "postgres://u:secret@h:notaport/db", Config{}); err == nil || strings.Contains(err.Error(), "secret") {
+		t.Errorf("bad URL: %v; want an error without the password", err)
+	}
+	for where, want := range map[string]bool{"postgres://h/db": true, "postgresql://h/db": true, "/data/catalog.db": false, "catalog.db": false} {
+		if IsPostgresURL(where) != want {
+			t.Errorf("IsPostgresURL(%q) = %v", where, !want)
+		}
 	}
 }
