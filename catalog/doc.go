@@ -47,7 +47,8 @@
 // lock, PostgreSQL's counter row). Config.OnChange is called with neither
 // held.
 //
-// catalog imports only the standard library, arrow-go, the SQLite driver and
-// pgx; it must not import other Lakestream packages (docs/architecture.md: it sits
-// under tables, planner, tiering and flightsrv, next to columnarlog).
+// catalog imports only the standard library, arrow-go, the SQLite driver
+// and pgx; it must not import other Lakestream packages
+// (docs/architecture.md: it sits under tables, planner, tiering and
+// flightsrv, next to columnarlog).
 package catalog

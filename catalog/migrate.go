@@ -12,8 +12,15 @@ import (
 // is never edited. Applied versions are recorded in schema_migrations.
 //
 // Each version is written twice, for SQLite and for PostgreSQL, side by
-// side: a new version adds one entry with both texts (a test checks that
-// none is missing). The texts create the same tables and columns; they
+// side. A new version appends one entry with both texts:
+//
+//	{
+//		sqlite:   []string{`CREATE TABLE grants (id INTEGER PRIMARY KEY AUTOINCREMENT, …, created_at INTEGER NOT NULL)`},
+//		postgres: []string{`CREATE TABLE grants (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, …, created_at BIGINT NOT NULL)`},
+//	},
+//
+// (TestMigrationsHaveBothTexts fails when one is missing; the store tests
+// run on both databases.) The texts create the same tables and columns; they
 // differ where the databases do: PostgreSQL's ids are identity columns
 // (BIGINT GENERATED ALWAYS AS IDENTITY, never reused, like SQLite's
 // AUTOINCREMENT), every 64-bit value (the times, ids, generations) is
