@@ -43,7 +43,7 @@ var sqliteBackend = backend{
 
 var postgresBackend = backend{
 	name:   "postgres",
-	fresh:  freshPostgres,
+	fresh:  func(t *testing.T) string { return freshPostgres(t) },
 	openAt: OpenPostgres,
 	raw:    storeRawPostgres,
 }
@@ -91,7 +91,7 @@ var (
 
 // freshPostgres creates an empty database on the tests' server and
 // returns its URL.
-func freshPostgres(t *testing.T) string {
+func freshPostgres(t testing.TB) string {
 	t.Helper()
 	pgOnce.Do(func() {
 		// Test settings: nothing here needs durability across a crash.
