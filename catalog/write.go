@@ -26,6 +26,12 @@ import (
 // So two nodes creating one table at once behave as two sessions of one
 // node: the second to lock sees the first's table and gets ErrTableExists,
 // and table ids come from the database, the same on every node.
+//
+// A new write path takes this shape: c.write(ctx, func(w *change) error
+// { checks against w.state / w.users; w.what = "…"; w.exec / w.insertID;
+// w.next = …; return nil }). A new kind of published state (say grants)
+// joins loadAll and publishLocked, and gets a current value and a next
+// one in change, as users have.
 
 // A change is one write in progress: its checks read state and users, its
 // statements run in tx, and what it sets in next and nextUsers is published
