@@ -75,6 +75,9 @@ func TestSharedRefreshSeesOthersChanges(t *testing.T) {
 	if refresh(t, b) {
 		t.Error("a second Refresh reported a change")
 	}
+	if refresh(t, a) {
+		t.Error("Refresh after the handle's own writes reported a change")
+	}
 
 	altered := exec(t, a, "ALTER TABLE shop.orders ADD COLUMN qty INT").Table
 	exec(t, a, "CREATE VIEW shop.big AS SELECT * FROM orders")
