@@ -40,6 +40,10 @@ type (
 		// FieldAgg: the aggregation engine's functions by column; absent
 		// for other tables.
 		FieldAgg map[string]storedFieldAgg `json:"field_agg,omitempty"`
+		// BucketReplicas, MinInsyncReplicas: 0 (absent) is the cluster's
+		// default.
+		BucketReplicas    int `json:"bucket_replicas,omitempty"`
+		MinInsyncReplicas int `json:"min_insync_replicas,omitempty"`
 	}
 	storedFieldAgg struct {
 		Func      string `json:"func"`
@@ -98,7 +102,8 @@ func encodeOptions(o Options) string {
 		LogSegmentBytes: o.LogSegmentBytes, DatalakeEnabled: o.DatalakeEnabled,
 		DatalakeFreshness: int64(o.DatalakeFreshness), DatalakeKeepOnDrop: o.DatalakeKeepOnDrop,
 		MergeEngine: string(o.MergeEngine), VersionColumn: o.VersionColumn,
-		FieldAgg: encodeFieldAgg(o.FieldAgg),
+		FieldAgg:       encodeFieldAgg(o.FieldAgg),
+		BucketReplicas: o.BucketReplicas, MinInsyncReplicas: o.MinInsyncReplicas,
 	})
 }
 
@@ -135,7 +140,8 @@ func decodeOptions(s string) (Options, error) {
 		LogSegmentBytes: in.LogSegmentBytes, DatalakeEnabled: in.DatalakeEnabled,
 		DatalakeFreshness: time.Duration(in.DatalakeFreshness), DatalakeKeepOnDrop: in.DatalakeKeepOnDrop,
 		MergeEngine: MergeEngine(in.MergeEngine), VersionColumn: in.VersionColumn,
-		FieldAgg: decodeFieldAgg(in.FieldAgg),
+		FieldAgg:       decodeFieldAgg(in.FieldAgg),
+		BucketReplicas: in.BucketReplicas, MinInsyncReplicas: in.MinInsyncReplicas,
 	}, nil
 }
 
