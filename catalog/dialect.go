@@ -18,11 +18,17 @@ type dialect struct {
 	// (PostgreSQL): every write then locks the change counter first and
 	// reloads the snapshot when it moved (write.go).
 	shared bool
+	// writeTx are the options of a write transaction: on PostgreSQL READ
+	// COMMITTED whatever the server's default_transaction_isolation, so
+	// that the statements after the counter's lock see every write
+	// committed before it (under REPEATABLE READ the lock would fail
+	// with a serialization error instead of waiting its turn).
+	writeTx *sql.TxOptions
 }
 
 var (
 	sqliteDialect   = dialect{name: "sqlite"}
-	postgresDialect = dialect{name: "postgres", shared: true}
+	postgresDialect = dialect{name: "postgres", shared: true, writeTx: &sql.TxOptions{Isolation: sql.LevelReadCommitted}}
 )
 
 // q turns a statement's ? placeholders into the database's.

@@ -183,7 +183,9 @@ func (m migration) text(d dialect) []string {
 // the other, and creates the schema. It refuses a catalog written by a
 // newer binary.
 func migrate(ctx context.Context, db *sql.DB, d dialect) (err error) {
-	tx, err := db.BeginTx(ctx, nil)
+	// On PostgreSQL READ COMMITTED: after the lock, see the migration of
+	// whoever held it before.
+	tx, err := db.BeginTx(ctx, d.writeTx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Tests of one PostgreSQL catalog shared by several handles, as by the
@@ -18,7 +20,11 @@ import (
 // sharedHandles opens n handles on one new PostgreSQL catalog, with cfg.
 func sharedHandles(t *testing.T, n int, cfg func(i int) Config) []*Catalog {
 	t.Helper()
-	url := freshPostgres(t)
+	return sharedHandlesAt(t, freshPostgres(t), n, cfg)
+}
+
+func sharedHandlesAt(t *testing.T, url string, n int, cfg func(i int) Config) []*Catalog {
+	t.Helper()
 	out := make([]*Catalog, n)
 	for i := range out {
 		c, err := OpenPostgres(context.Background(), url, cfg(i))
@@ -168,9 +174,13 @@ func TestSharedWriteChecksFreshState(t *testing.T) {
 
 // Handles racing to create one name: exactly one wins, the others get
 // ErrTableExists (ErrDatabaseExists), and all agree on the winner's id.
+// The database's default isolation is REPEATABLE READ, which the writes
+// must not take on (their lock would fail instead of waiting).
 func TestSharedRacingCreates(t *testing.T) {
 	const handles, rounds = 3, 15
-	hs := sharedHandles(t, handles, func(int) Config { return Config{} })
+	url := freshPostgres(t)
+	setRepeatableRead(t, url)
+	hs := sharedHandlesAt(t, url, handles, func(int) Config { return Config{} })
 	ctx := context.Background()
 	for r := range rounds {
 		for _, sql := range []string{fmt.Sprintf("CREATE DATABASE d%d", r), fmt.Sprintf("CREATE TABLE d%d.t (a INT)", r)} {
@@ -283,10 +293,12 @@ func TestMigrationsHaveBothTexts(t *testing.T) {
 }
 
 // Nodes starting at once on an empty database migrate one after the
-// other; the catalog's tables are in their own schema, apart from the
-// other users of the database; opening again changes nothing.
+// other, also when the database's default isolation is REPEATABLE READ;
+// the catalog's tables are in their own schema, apart from the other
+// users of the database; opening again changes nothing.
 func TestPostgresMigrateConcurrently(t *testing.T) {
 	url := freshPostgres(t)
+	setRepeatableRead(t, url)
 	ctx := context.Background()
 	const nodes = 4
 	errs := make([]error, nodes)
@@ -337,4 +349,15 @@ func TestOpenPostgresRefusesBadInput(t *testing.T) {
 			t.Errorf("IsPostgresURL(%q) = %v", where, !want)
 		}
 	}
+}
+
+// setRepeatableRead makes REPEATABLE READ the default isolation of the
+// database at url, as a DBA may have.
+func setRepeatableRead(t *testing.T, url string) {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storeRawPostgres(t, url, "ALTER DATABASE "+pgx.Identifier{cfg.Database}.Sanitize()+" SET default_transaction_isolation = 'repeatable read'")
 }

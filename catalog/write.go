@@ -139,7 +139,7 @@ func (w *change) begin() (*sql.Tx, error) {
 	if w.tx != nil {
 		return w.tx, nil
 	}
-	tx, err := w.c.db.BeginTx(w.ctx, nil)
+	tx, err := w.c.db.BeginTx(w.ctx, w.c.d.writeTx)
 	if err != nil {
 		return nil, fmt.Errorf("%s: begin: %w", w.what, err)
 	}
