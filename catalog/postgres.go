@@ -41,7 +41,9 @@ func IsPostgresURL(where string) bool {
 // every table. Several processes may open one catalog: each write locks
 // the change counter and first reloads what the others changed, and
 // Refresh and Watch bring a handle's snapshot up to date between writes.
-// cfg.BusyTimeout does not apply.
+// The URL's user needs CREATE on the database (for the schema, at every
+// open, as the metadata store needs it for its tables). cfg.BusyTimeout
+// does not apply.
 func OpenPostgres(ctx context.Context, url string, cfg Config) (*Catalog, error) {
 	cfg.EnsureDefaults()
 	if err := cfg.Validate(); err != nil {
