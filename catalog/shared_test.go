@@ -361,3 +361,59 @@ func setRepeatableRead(t *testing.T, url string) {
 	}
 	storeRawPostgres(t, url, "ALTER DATABASE "+pgx.Identifier{cfg.Database}.Sanitize()+" SET default_transaction_isolation = 'repeatable read'")
 }
+
+// Reads never wait and never see a half-applied state while Watch reloads
+// the snapshot and the handle writes itself (run with -race).
+func TestSharedReadsDuringReloads(t *testing.T) {
+	hs := sharedHandles(t, 2, func(int) Config { return Config{PollInterval: 5 * time.Millisecond} })
+	a, b := hs[0], hs[1]
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = b.Watch(ctx) })
+	readErr := make(chan error, 1)
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			all, err := b.AllTables(ctx)
+			if err == nil {
+				err = checkTables(all)
+			}
+			if err != nil {
+				readErr <- err
+				return
+			}
+		}
+	})
+	const n = 20
+	for i := range n {
+		c := []*Catalog{a, b}[i%2]
+		exec(t, c, fmt.Sprintf("CREATE TABLE r%d (x INT)", i))
+		exec(t, c, fmt.Sprintf("ALTER TABLE r%d ADD COLUMN y INT", i))
+	}
+	cancel()
+	wg.Wait()
+	select {
+	case err := <-readErr:
+		t.Fatal(err)
+	default:
+	}
+	refresh(t, b)
+	if all, _ := b.AllTables(context.Background()); len(all) != n || checkTables(all) != nil {
+		t.Errorf("b ends with %d tables (%v), want %d", len(all), checkTables(all), n)
+	}
+}
+
+// checkTables checks what a reader may rely on in a list of tables: ids
+// unique, every table's columns those of its current schema version.
+func checkTables(all []*Table) error {
+	ids := map[int64]bool{}
+	for _, tbl := range all {
+		if ids[tbl.ID] {
+			return fmt.Errorf("id %d twice", tbl.ID)
+		}
+		ids[tbl.ID] = true
+		if int(tbl.SchemaID)+1 != len(tbl.Columns) {
+			return fmt.Errorf("table %s: schema %d with %d columns", tbl.FullName(), tbl.SchemaID, len(tbl.Columns))
+		}
+	}
+	return nil
+}
