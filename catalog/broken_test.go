@@ -27,7 +27,11 @@ func storeRaw(t *testing.T, path, stmt string, args ...any) {
 // catalog from opening: the table is reported broken, its name stays
 // taken, and DROP TABLE removes it.
 func TestBrokenDefinitionsLoadAsBroken(t *testing.T) {
-	c, path := newTestCatalog(t)
+	forEachBackend(t, testBrokenDefinitionsLoadAsBroken)
+}
+
+func testBrokenDefinitionsLoadAsBroken(t *testing.T, b backend) {
+	c, path := b.newCatalog(t)
 	ctx := context.Background()
 	exec(t, c, "CREATE TABLE deep (c INT)")
 	exec(t, c, "CREATE TABLE garbled (c INT)")
@@ -38,10 +42,10 @@ func TestBrokenDefinitionsLoadAsBroken(t *testing.T) {
 		t.Fatal(err)
 	}
 	deep := `[{"name":"c","type":"` + strings.Repeat("STRUCT(a ", 10000) + "INT" + strings.Repeat(")", 10000) + `"}]`
-	storeRaw(t, path, `UPDATE table_schemas SET columns = ? WHERE table_id IN (SELECT id FROM tables WHERE name IN ('deep', 'deep2'))`, deep)
-	storeRaw(t, path, `UPDATE tables SET options = '{' WHERE name = 'garbled'`)
+	b.raw(t, path, `UPDATE table_schemas SET columns = ? WHERE table_id IN (SELECT id FROM tables WHERE name IN ('deep', 'deep2'))`, deep)
+	b.raw(t, path, `UPDATE tables SET options = '{' WHERE name = 'garbled'`)
 
-	c = openTest(t, path)
+	c = b.open(t, path)
 	defer c.Close()
 	broken, err := c.BrokenTables(ctx)
 	if err != nil {
@@ -84,7 +88,7 @@ func TestBrokenDefinitionsLoadAsBroken(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	c = openTest(t, path)
+	c = b.open(t, path)
 	defer c.Close()
 	broken, _ = c.BrokenTables(ctx)
 	if len(broken) != 1 || broken[0].Name != "garbled" {

@@ -34,12 +34,26 @@
 //     whose stored definition does not load is kept apart (broken.go) so
 //     that one bad definition neither stops the catalog from opening nor
 //     loses its name and ID.
+//   - postgres.go, dialect.go, write.go: the same Catalog on PostgreSQL
+//     (OpenPostgres), shared by the nodes of a cluster. The statements
+//     are shared; the dialect differs in placeholders, in how an insert
+//     learns its id, and in the migrations' text (each version has both).
+//     Every change runs through Catalog.write: on PostgreSQL it locks a
+//     one-row change counter, reloads the snapshot when another process
+//     moved it, checks and writes against that fresh state and raises the
+//     counter; Refresh and Watch take in other processes' changes between
+//     writes (docs/cluster.md, "Where table definitions live").
 //
 // SQLite does its own file I/O, so the catalog does not go through the vfs
 // seam that the log uses; crash safety comes from SQLite's WAL with
-// synchronous=FULL.
+// synchronous=FULL (PostgreSQL's from its own WAL).
 //
-// catalog imports only the standard library, arrow-go and the SQLite driver;
-// it must not import other Lakestream packages (docs/architecture.md: it sits
-// under tables, planner, tiering and flightsrv, next to columnarlog).
+// Lock order: Catalog.writeMu, then the database's locks (SQLite's file
+// lock, PostgreSQL's counter row). Config.OnChange is called with neither
+// held.
+//
+// catalog imports only the standard library, arrow-go, the SQLite driver
+// and pgx; it must not import other Lakestream packages
+// (docs/architecture.md: it sits under tables, planner, tiering and
+// flightsrv, next to columnarlog).
 package catalog

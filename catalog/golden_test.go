@@ -32,8 +32,10 @@ CREATE TABLE IF NOT EXISTS shop."Orders" (
 // TestGoldenCreateTable pins the full resolution of a parsed CREATE TABLE
 // (columns, types, Arrow schema, options with defaults, DDL) and checks that
 // the generated DDL parses back to the same definition.
-func TestGoldenCreateTable(t *testing.T) {
-	c, _ := newTestCatalog(t)
+func TestGoldenCreateTable(t *testing.T) { forEachBackend(t, testGoldenCreateTable) }
+
+func testGoldenCreateTable(t *testing.T, b backend) {
+	c, _ := b.newCatalog(t)
 	exec(t, c, "CREATE DATABASE shop")
 	tbl := exec(t, c, goldenDDL).Table
 	got := describe(tbl)

@@ -47,68 +47,62 @@ func (c *Catalog) CreateRole(ctx context.Context, name string, ifNotExists bool)
 	if err := checkUserName(name); err != nil {
 		return false, err
 	}
-	if _, err := c.lockWrite(); err != nil {
-		return false, err
-	}
-	defer c.writeMu.Unlock()
-	g := c.Grants()
-	if _, ok := g.roles[name]; ok {
-		if ifNotExists {
-			return false, nil
+	err = c.write(ctx, func(w *change) error {
+		if _, ok := w.grants.roles[name]; ok {
+			if ifNotExists {
+				return nil
+			}
+			return errorf(ErrRoleExists, "role %s already exists", quoteName(name))
 		}
-		return false, errorf(ErrRoleExists, "role %s already exists", quoteName(name))
-	}
-	if _, ok := c.User(name); ok {
-		return false, errorf(ErrRoleExists, "role %s already exists: a user has that name", quoteName(name))
-	}
-	r := &Role{Name: name}
-	err = c.inTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO roles (name, created_at) VALUES (?, ?)`, name, micros(c.now()))
-		if err != nil {
+		if _, ok := w.users.byName[name]; ok {
+			return errorf(ErrRoleExists, "role %s already exists: a user has that name", quoteName(name))
+		}
+		w.what = "create role " + quoteName(name)
+		r := &Role{Name: name}
+		var err error
+		if r.ID, err = w.insertID(`INSERT INTO roles (name, created_at) VALUES (?, ?)`, name, micros(c.now())); err != nil {
 			return err
 		}
-		r.ID, err = res.LastInsertId()
-		return err
+		next := w.grants.clone()
+		next.roles[name], next.rolesByID[r.ID] = r, r
+		w.nextGrants, created = next, true
+		return nil
 	})
-	if err != nil {
-		return false, fmt.Errorf("create role %s: %w", quoteName(name), err)
-	}
-	next := g.clone()
-	next.roles[name], next.rolesByID[r.ID] = r, r
-	c.grants.Store(next)
-	return true, nil
+	return created, err
 }
 
 // DropRole deletes a role, its memberships (of it and in it) and its
 // privileges; with ifExists a missing role is no error (dropped false).
 func (c *Catalog) DropRole(ctx context.Context, name string, ifExists bool) (dropped bool, err error) {
-	if _, err := c.lockWrite(); err != nil {
-		return false, err
-	}
-	defer c.writeMu.Unlock()
-	g := c.Grants()
-	r, ok := g.roles[name]
-	switch {
-	case !ok && ifExists:
-		return false, nil
-	case !ok:
-		return false, roleNotFound(name)
-	}
-	err = c.inTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM role_members WHERE role_id = ? OR (member_role = 1 AND member_id = ?)`, r.ID, r.ID); err != nil {
+	err = c.write(ctx, func(w *change) error {
+		r, ok := w.grants.roles[name]
+		switch {
+		case !ok && ifExists:
+			return nil
+		case !ok:
+			return roleNotFound(name)
+		}
+		w.what = "drop role " + quoteName(name)
+		if err := w.exec(`DELETE FROM role_members WHERE role_id = ? OR (member_role = 1 AND member_id = ?)`, r.ID, r.ID); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM privileges WHERE grantee_role = 1 AND grantee_id = ?`, r.ID); err != nil {
+		if err := w.exec(`DELETE FROM privileges WHERE grantee_role = 1 AND grantee_id = ?`, r.ID); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `DELETE FROM roles WHERE id = ?`, r.ID)
-		return err
+		if err := w.exec(`DELETE FROM roles WHERE id = ?`, r.ID); err != nil {
+			return err
+		}
+		w.nextGrants, dropped = w.grants.withoutRole(r), true
+		return nil
 	})
-	if err != nil {
-		return false, fmt.Errorf("drop role %s: %w", quoteName(name), err)
-	}
+	return dropped, err
+}
+
+// withoutRole returns a copy of g without r, its memberships and its
+// privileges.
+func (g *Grants) withoutRole(r *Role) *Grants {
 	next := g.clone()
-	delete(next.roles, name)
+	delete(next.roles, r.Name)
 	delete(next.rolesByID, r.ID)
 	rp := Principal{Role: true, ID: r.ID}
 	delete(next.memberOf, rp)
@@ -122,8 +116,7 @@ func (c *Catalog) DropRole(ctx context.Context, name string, ifExists bool) (dro
 			delete(next.privs, k)
 		}
 	}
-	c.grants.Store(next)
-	return true, nil
+	return next
 }
 
 func roleNotFound(name string) error {
@@ -142,41 +135,35 @@ func (c *Catalog) RevokeRole(ctx context.Context, role string, member Principal)
 }
 
 func (c *Catalog) changeMembership(ctx context.Context, role string, member Principal, grant bool) error {
-	if _, err := c.lockWrite(); err != nil {
-		return err
-	}
-	defer c.writeMu.Unlock()
-	g := c.Grants()
-	r, ok := g.roles[role]
-	if !ok {
-		return roleNotFound(role)
-	}
-	has := slices.Contains(g.memberOf[member], r.ID)
-	if grant == has {
+	return c.write(ctx, func(w *change) error {
+		g := w.grants
+		r, ok := g.roles[role]
+		if !ok {
+			return roleNotFound(role)
+		}
+		if grant == slices.Contains(g.memberOf[member], r.ID) {
+			return nil
+		}
+		if grant && member.Role && g.reaches(r.ID, member.ID) {
+			return invalidf("role %s is a member of role %s: the membership would make a cycle", quoteName(role), quoteName(c.PrincipalName(member)))
+		}
+		w.what = "membership of role " + quoteName(role)
+		q := `INSERT INTO role_members (role_id, member_role, member_id) VALUES (?, ?, ?)`
+		if !grant {
+			q = `DELETE FROM role_members WHERE role_id = ? AND member_role = ? AND member_id = ?`
+		}
+		if err := w.exec(q, r.ID, b2i(member.Role), member.ID); err != nil {
+			return err
+		}
+		next := g.clone()
+		if grant {
+			next.memberOf[member] = append(slices.Clone(g.memberOf[member]), r.ID)
+		} else {
+			next.memberOf[member] = slices.DeleteFunc(slices.Clone(g.memberOf[member]), func(id int64) bool { return id == r.ID })
+		}
+		w.nextGrants = next
 		return nil
-	}
-	if grant && member.Role && g.reaches(r.ID, member.ID) {
-		return invalidf("role %s is a member of role %s: the membership would make a cycle", quoteName(role), quoteName(c.PrincipalName(member)))
-	}
-	q := `INSERT INTO role_members (role_id, member_role, member_id) VALUES (?, ?, ?)`
-	if !grant {
-		q = `DELETE FROM role_members WHERE role_id = ? AND member_role = ? AND member_id = ?`
-	}
-	err := c.inTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, q, r.ID, member.Role, member.ID)
-		return err
 	})
-	if err != nil {
-		return fmt.Errorf("membership of role %s: %w", quoteName(role), err)
-	}
-	next := g.clone()
-	if grant {
-		next.memberOf[member] = append(slices.Clone(g.memberOf[member]), r.ID)
-	} else {
-		next.memberOf[member] = slices.DeleteFunc(slices.Clone(g.memberOf[member]), func(id int64) bool { return id == r.ID })
-	}
-	c.grants.Store(next)
-	return nil
 }
 
 // GrantPrivileges adds privs on each object to what grantee holds.
@@ -190,63 +177,60 @@ func (c *Catalog) RevokePrivileges(ctx context.Context, grantee Principal, objs 
 	return c.changePrivileges(ctx, grantee, objs, func(old Privilege) Privilege { return old &^ privs })
 }
 
-func (c *Catalog) changePrivileges(ctx context.Context, grantee Principal, objs []Object, change func(Privilege) Privilege) error {
-	if _, err := c.lockWrite(); err != nil {
-		return err
-	}
-	defer c.writeMu.Unlock()
-	g := c.Grants()
-	next := g.clone()
-	err := c.inTx(ctx, func(tx *sql.Tx) error {
+func (c *Catalog) changePrivileges(ctx context.Context, grantee Principal, objs []Object, apply func(Privilege) Privilege) error {
+	return c.write(ctx, func(w *change) error {
+		w.what = "grant"
+		next := w.grants.clone()
 		for _, o := range objs {
 			k := grantKey{grantee, o}
-			p := change(g.privs[k])
+			p := apply(next.privs[k])
+			if p == next.privs[k] {
+				continue
+			}
 			var err error
 			if p == 0 {
 				delete(next.privs, k)
-				_, err = tx.ExecContext(ctx, `DELETE FROM privileges WHERE grantee_role = ? AND grantee_id = ? AND object_kind = ? AND db = ? AND name = ? AND object_id = ?`,
-					grantee.Role, grantee.ID, string(o.Kind), o.DB, o.Name, o.ID)
+				err = w.exec(`DELETE FROM privileges WHERE grantee_role = ? AND grantee_id = ? AND object_kind = ? AND db = ? AND name = ? AND object_id = ?`,
+					b2i(grantee.Role), grantee.ID, string(o.Kind), o.DB, o.Name, o.ID)
 			} else {
 				next.privs[k] = p
-				_, err = tx.ExecContext(ctx, `INSERT INTO privileges (grantee_role, grantee_id, object_kind, db, name, object_id, privileges) VALUES (?, ?, ?, ?, ?, ?, ?)
+				err = w.exec(`INSERT INTO privileges (grantee_role, grantee_id, object_kind, db, name, object_id, privileges) VALUES (?, ?, ?, ?, ?, ?, ?)
 					ON CONFLICT (grantee_role, grantee_id, object_kind, db, name, object_id) DO UPDATE SET privileges = excluded.privileges`,
-					grantee.Role, grantee.ID, string(o.Kind), o.DB, o.Name, o.ID, int64(p))
+					b2i(grantee.Role), grantee.ID, string(o.Kind), o.DB, o.Name, o.ID, int64(p))
 			}
 			if err != nil {
 				return err
 			}
 		}
+		w.nextGrants = next
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("grant: %w", err)
-	}
-	c.grants.Store(next)
-	return nil
 }
 
 // SetOwner records user as the owner of a table or view (its creator).
 func (c *Catalog) SetOwner(ctx context.Context, o Object, user int64) error {
-	if _, err := c.lockWrite(); err != nil {
-		return err
-	}
-	defer c.writeMu.Unlock()
-	err := c.inTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO owners (object_kind, object_id, db, name, owner_id) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT (object_kind, object_id) DO UPDATE SET owner_id = excluded.owner_id`, string(o.Kind), o.ID, o.DB, o.Name, user)
-		return err
+	return c.write(ctx, func(w *change) error {
+		w.what = "owner of " + o.String()
+		if err := w.exec(`INSERT INTO owners (object_kind, object_id, db, name, owner_id) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (object_kind, object_id) DO UPDATE SET owner_id = excluded.owner_id`, string(o.Kind), o.ID, o.DB, o.Name, user); err != nil {
+			return err
+		}
+		next := w.grants.clone()
+		next.owners[o] = user
+		w.nextGrants = next
+		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("owner of %s: %w", o, err)
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
 	}
-	next := c.Grants().clone()
-	next.owners[o] = user
-	c.grants.Store(next)
-	return nil
+	return 0
 }
 
 // loadGrants reads the roles, memberships, privileges and owners at start.
-func loadGrants(ctx context.Context, db *sql.DB) (*Grants, error) {
+func loadGrants(ctx context.Context, db querier) (*Grants, error) {
 	g := emptyGrants()
 	read := func(q string, scan func(*sql.Rows) error) error {
 		rows, err := db.QueryContext(ctx, q)
@@ -268,10 +252,11 @@ func loadGrants(ctx context.Context, db *sql.DB) (*Grants, error) {
 		return err
 	})
 	if err == nil {
-		err = read(`SELECT role_id, member_role, member_id FROM role_members ORDER BY rowid`, func(rows *sql.Rows) error {
-			var role int64
+		err = read(`SELECT role_id, member_role, member_id FROM role_members ORDER BY role_id`, func(rows *sql.Rows) error {
+			var role, isRole int64
 			var m Principal
-			err := rows.Scan(&role, &m.Role, &m.ID)
+			err := rows.Scan(&role, &isRole, &m.ID)
+			m.Role = isRole == 1
 			g.memberOf[m] = append(g.memberOf[m], role)
 			return err
 		})
@@ -280,8 +265,9 @@ func loadGrants(ctx context.Context, db *sql.DB) (*Grants, error) {
 		err = read(`SELECT grantee_role, grantee_id, object_kind, db, name, object_id, privileges FROM privileges`, func(rows *sql.Rows) error {
 			var k grantKey
 			var kind string
-			var p int64
-			err := rows.Scan(&k.grantee.Role, &k.grantee.ID, &kind, &k.object.DB, &k.object.Name, &k.object.ID, &p)
+			var p, isRole int64
+			err := rows.Scan(&isRole, &k.grantee.ID, &kind, &k.object.DB, &k.object.Name, &k.object.ID, &p)
+			k.grantee.Role = isRole == 1
 			k.object.Kind = ObjectKind(kind)
 			g.privs[k] = Privilege(p)
 			return err

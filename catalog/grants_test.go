@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"testing"
 )
@@ -72,15 +71,13 @@ func (m *grantModel) held(user, obj, db string) Privilege {
 
 // Random CREATE/DROP ROLE, role membership and GRANT/REVOKE of
 // privileges, compared after each step with the model, for every user
-// and object; and again after the catalog is reopened.
-func TestGrantsModel(t *testing.T) {
+// and object; and again after the catalog is reopened; on both backends.
+func TestGrantsModel(t *testing.T) { forEachBackend(t, testGrantsModel) }
+
+func testGrantsModel(t *testing.T, b backend) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "catalog.db")
-	c, err := Open(ctx, path, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { c.Close() }()
+	c, path := b.newCatalog(t)
+	var err error
 	users := []string{"u1", "u2", "u3"}
 	for _, u := range users {
 		if _, _, err := c.CreateUser(ctx, u, "hash", false, false); err != nil {
@@ -199,9 +196,8 @@ func TestGrantsModel(t *testing.T) {
 			if err := c.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if c, err = Open(ctx, path, Config{}); err != nil {
-				t.Fatal(err)
-			}
+			c = b.open(t, path)
+			defer c.Close()
 			compare(step, "reopened")
 		}
 	}
@@ -209,15 +205,12 @@ func TestGrantsModel(t *testing.T) {
 
 // An owner holds every privilege on what it owns, after a reopen too; a
 // table dropped and created again under its name is another object, which
-// neither its grants nor its owner reach.
-func TestGrantsOwnerAndRecreate(t *testing.T) {
+// neither its grants nor its owner reach; on both backends.
+func TestGrantsOwnerAndRecreate(t *testing.T) { forEachBackend(t, testGrantsOwnerAndRecreate) }
+
+func testGrantsOwnerAndRecreate(t *testing.T, b backend) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "catalog.db")
-	c, err := Open(ctx, path, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { c.Close() }()
+	c, path := b.newCatalog(t)
 	u, _, _ := c.CreateUser(ctx, "alice", "hash", false, false)
 	st, _ := Parse("CREATE TABLE t (a INT)")
 	res, _ := c.Exec(ctx, st)
@@ -229,9 +222,8 @@ func TestGrantsOwnerAndRecreate(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
-	if c, err = Open(ctx, path, Config{}); err != nil {
-		t.Fatal(err)
-	}
+	c = b.open(t, path)
+	defer c.Close()
 	if got := c.Grants().Held(u.ID, o); got != PrivAllTable {
 		t.Fatalf("owner holds %q", got)
 	}

@@ -8,8 +8,10 @@ import (
 )
 
 // SetLakeCreated is recorded once, kept across ADD COLUMN and a reopen.
-func TestSetLakeCreated(t *testing.T) {
-	c, path := newTestCatalog(t)
+func TestSetLakeCreated(t *testing.T) { forEachBackend(t, testSetLakeCreated) }
+
+func testSetLakeCreated(t *testing.T, b backend) {
+	c, path := b.newCatalog(t)
 	ctx := context.Background()
 	tbl := exec(t, c, "CREATE TABLE t (a INT)").Table
 	if !tbl.LakeCreatedAt.IsZero() {
@@ -27,7 +29,7 @@ func TestSetLakeCreated(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	c = openTest(t, path)
+	c = b.open(t, path)
 	defer c.Close()
 	tbl, err = c.Table(ctx, "", "t")
 	if err != nil || !tbl.LakeCreatedAt.Equal(first) || tbl.SchemaID != 1 {
@@ -46,7 +48,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 	stmts := append([]string{
 		`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`,
 		`INSERT INTO schema_migrations VALUES (1, 0)`,
-	}, migrations[0]...)
+	}, migrations[0].sqlite...)
 	stmts = append(stmts,
 		`INSERT INTO tables (db, name, schema_id, primary_key, partition_spec, options, raw_options, created_at)
 			VALUES ('default', 'old', 0, '[]', '[]', '{"bucket_num":1}', '{}', 0)`,

@@ -164,8 +164,10 @@ func TestNameRules(t *testing.T) {
 	}
 }
 
-func TestDatabaseNameRules(t *testing.T) {
-	c, _ := newTestCatalog(t)
+func TestDatabaseNameRules(t *testing.T) { forEachBackend(t, testDatabaseNameRules) }
+
+func testDatabaseNameRules(t *testing.T, b backend) {
+	c, _ := b.newCatalog(t)
 	for name, want := range map[string]string{
 		"default.x": `must not contain "."`,
 		"a$b":       `must not contain "$"`,
@@ -182,8 +184,10 @@ func TestDatabaseNameRules(t *testing.T) {
 
 // ADD COLUMN keeps to the same limits: the name rules, the depth, and the
 // table's column and field counts.
-func TestAddColumnLimits(t *testing.T) {
-	c, _ := newTestCatalog(t)
+func TestAddColumnLimits(t *testing.T) { forEachBackend(t, testAddColumnLimits) }
+
+func testAddColumnLimits(t *testing.T, b backend) {
+	c, _ := b.newCatalog(t)
 	ctx := context.Background()
 	parts := make([]string, MaxColumns)
 	for i := range parts {

@@ -21,6 +21,8 @@ const (
 	OptDatalakeKeepOnDrop = "datalake.keep-on-drop"
 	OptMergeEngine        = "merge-engine"
 	OptVersionColumn      = "merge-engine.versioned.ver-column"
+	OptBucketReplicas     = "bucket.replicas"
+	OptMinInsyncReplicas  = "min.insync.replicas"
 )
 
 // Compression is the Arrow IPC body compression of log batches.
@@ -61,6 +63,7 @@ var AggFuncs = []string{"sum", "min", "max", "count", "last_value", "last_non_nu
 // Option limits.
 const (
 	MaxBucketNum       = 1024
+	MaxBucketReplicas  = 16
 	MinLogSegmentBytes = 1 << 20
 	// MaxLogSegmentBytes keeps segment positions within 31 bits, like
 	// Kafka's segment.bytes, so that sparse indexes can store 32-bit positions.
@@ -99,6 +102,15 @@ type Options struct {
 	// (fields.<col>.agg, fields.<col>.listagg-delimiter); columns not
 	// listed take last_non_null_value.
 	FieldAgg map[string]FieldAgg
+	// BucketReplicas is how many nodes of a cluster hold each bucket,
+	// 1..16; a single node ignores it. Default 0: the cluster's default
+	// (3), at most the nodes alive when the table is created.
+	BucketReplicas int
+	// MinInsyncReplicas is how many replicas of a bucket, its leader
+	// included, must hold a write before it is acknowledged in a cluster,
+	// 1..16; a write is refused while fewer are in sync. Default 0: 2, at
+	// most the bucket's replicas.
+	MinInsyncReplicas int
 }
 
 // FieldAgg is the aggregation of one column of an aggregation merge
@@ -169,6 +181,16 @@ var optionSpecs = map[string]optionSpec{
 	OptMergeEngine: {"one of last_row, first_row, versioned, aggregation", func(o *Options, v string) bool {
 		o.MergeEngine = MergeEngine(strings.ToLower(v))
 		return oneOf(string(o.MergeEngine), "last_row", "first_row", "versioned", "aggregation")
+	}},
+	OptBucketReplicas: {"an integer from 1 to 16", func(o *Options, v string) bool {
+		n, err := strconv.Atoi(v)
+		o.BucketReplicas = n
+		return err == nil && n >= 1 && n <= MaxBucketReplicas
+	}},
+	OptMinInsyncReplicas: {"an integer from 1 to 16", func(o *Options, v string) bool {
+		n, err := strconv.Atoi(v)
+		o.MinInsyncReplicas = n
+		return err == nil && n >= 1 && n <= MaxBucketReplicas
 	}},
 	OptVersionColumn: {"a column name", func(o *Options, v string) bool {
 		o.VersionColumn = strings.TrimSpace(v)

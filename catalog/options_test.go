@@ -65,6 +65,8 @@ func TestOptionErrorsAllAtOnce(t *testing.T) {
 		OptMergeEngine:       "newest",
 		OptBucketKey:         " , ",
 		OptVersionColumn:     " ",
+		OptBucketReplicas:    "17",
+		OptMinInsyncReplicas: "0",
 	}, 1)
 	if !errors.Is(err, ErrInvalid) {
 		t.Fatalf("err = %v, want ErrInvalid", err)
@@ -82,13 +84,15 @@ func TestOptionErrorsAllAtOnce(t *testing.T) {
 		`option "merge-engine": invalid value "newest": expected one of last_row, first_row, versioned`,
 		`option "bucket.key": invalid value " , ": expected comma-separated column names`,
 		`option "merge-engine.versioned.ver-column": invalid value " ": expected a column name`,
+		`option "bucket.replicas": invalid value "17": expected an integer from 1 to 16`,
+		`option "min.insync.replicas": invalid value "0": expected an integer from 1 to 16`,
 	} {
 		if !strings.Contains(err.Error()+"\n", want) {
 			t.Errorf("error does not contain %q; got:\n%v", want, err)
 		}
 	}
-	if n := strings.Count(err.Error(), "\n") + 1; n != 12 {
-		t.Errorf("got %d problems, want 12:\n%v", n, err)
+	if n := strings.Count(err.Error(), "\n") + 1; n != 14 {
+		t.Errorf("got %d problems, want 14:\n%v", n, err)
 	}
 }
 

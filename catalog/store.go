@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"path/filepath"
 	"strconv"
@@ -25,10 +26,23 @@ type Config struct {
 	// Default: 1. A table keeps the bucket count it was created with.
 	DefaultBucketNum int
 	// BusyTimeout is how long SQLite waits for a lock held by someone else
-	// before failing. Default: 5s.
+	// before failing (SQLite only). Default: 5s.
 	BusyTimeout time.Duration
 	// Now is the clock for creation times. Default: time.Now.
 	Now func() time.Time
+	// PollInterval is how often Watch asks PostgreSQL whether another
+	// process changed the catalog (one query of one row). Default: 200ms.
+	PollInterval time.Duration
+	// OnChange, if set, is called after this handle's snapshot took in
+	// changes made by another process (PostgreSQL only): from Refresh,
+	// Watch, or a write that found the catalog changed. It is called
+	// without any lock held, possibly from several goroutines at once, so
+	// it should be quick (a non-blocking send on a channel of capacity 1,
+	// say). Default: nil.
+	OnChange func()
+	// Logger receives what Watch cannot report otherwise: a failed
+	// poll. Default: a logger that discards.
+	Logger *slog.Logger
 }
 
 // EnsureDefaults sets every zero field to its default.
@@ -42,6 +56,12 @@ func (c *Config) EnsureDefaults() {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.PollInterval == 0 {
+		c.PollInterval = 200 * time.Millisecond
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
 }
 
 // Validate reports every invalid field at once.
@@ -53,28 +73,46 @@ func (c *Config) Validate() error {
 	if c.BusyTimeout < 0 {
 		errs = append(errs, invalidf("catalog: BusyTimeout %s is negative", c.BusyTimeout))
 	}
+	if c.PollInterval < 0 {
+		errs = append(errs, invalidf("catalog: PollInterval %s is negative", c.PollInterval))
+	}
 	return errors.Join(errs...)
 }
 
-// Catalog is the durable store of databases and tables, a SQLite database.
-// It is safe for concurrent use.
+// Catalog is the durable store of databases and tables: a SQLite file
+// (Open) or a PostgreSQL database shared by the nodes of a cluster
+// (OpenPostgres). It is safe for concurrent use.
 //
 // Reads are served from an in-memory snapshot that is replaced, never
 // modified, after each committed change, so reads (on every query plan) take
-// no lock and never wait for SQLite. The snapshot is only valid while this
-// process is the only writer, so the SQLite file is opened with
-// locking_mode=EXCLUSIVE: a second process (or a second Open) fails with
-// "database is locked" instead of silently diverging.
+// no lock and never wait for the database.
+//
+// On SQLite the snapshot is only valid while this process is the only
+// writer, so the file is opened with locking_mode=EXCLUSIVE: a second
+// process (or a second Open) fails with "database is locked" instead of
+// silently diverging.
+//
+// On PostgreSQL several processes write one catalog. A change counter (one
+// row) orders them: each write transaction locks it first, reloads the
+// snapshot when the counter moved since this handle last loaded it, runs
+// its checks against that fresh state, and raises the counter with its
+// change (write.go). Between writes a handle's snapshot may lag the others'
+// changes until Refresh or Watch brings it up to date.
 type Catalog struct {
 	cfg Config
 	db  *sql.DB
-	// writeMu serializes changes: the existence checks, the SQLite
-	// transaction and the publication of the new snapshot happen under it.
+	d   dialect
+	// writeMu serializes changes: the existence checks, the transaction
+	// and the publication of the new snapshot happen under it, and so
+	// does a reload.
 	writeMu sync.Mutex
-	state   atomic.Pointer[snapshot]
-	users   atomic.Pointer[userSet] // users.go
-	grants  atomic.Pointer[Grants]  // grants.go
-	closed  atomic.Bool
+	// seen is the change counter the published snapshot and users
+	// reflect (PostgreSQL only). Guarded by writeMu.
+	seen   int64
+	state  atomic.Pointer[snapshot]
+	users  atomic.Pointer[userSet] // users.go
+	grants atomic.Pointer[Grants]  // grants.go
+	closed atomic.Bool
 }
 
 // Open opens (creating if needed) the catalog in the SQLite file at path,
@@ -93,7 +131,7 @@ func Open(ctx context.Context, path string, cfg Config) (*Catalog, error) {
 	db.SetMaxOpenConns(1)
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
-	c := &Catalog{cfg: cfg, db: db}
+	c := &Catalog{cfg: cfg, db: db, d: sqliteDialect}
 	if err := c.start(ctx); err != nil {
 		if isBusy(err) {
 			err = fmt.Errorf("%w (is another lakestream process using this data dir?)", err)
@@ -134,28 +172,24 @@ func dsn(path string, cfg Config) string {
 
 // start migrates the schema and loads the first snapshot.
 func (c *Catalog) start(ctx context.Context) error {
-	if err := migrate(ctx, c.db); err != nil {
+	if err := migrate(ctx, c.db, c.d); err != nil {
 		return err
 	}
-	snap, err := loadSnapshot(ctx, c.db)
+	if c.d.shared {
+		_, err := c.reloadLocked(ctx) // no one else has c yet
+		return err
+	}
+	snap, users, grants, err := loadAll(ctx, c.db)
 	if err != nil {
-		return fmt.Errorf("load: %w", err)
+		return err
 	}
 	c.state.Store(snap)
-	users, err := loadUsers(ctx, c.db)
-	if err != nil {
-		return fmt.Errorf("load: %w", err)
-	}
 	c.users.Store(users)
-	grants, err := loadGrants(ctx, c.db)
-	if err != nil {
-		return fmt.Errorf("load: %w", err)
-	}
 	c.grants.Store(grants)
 	return nil
 }
 
-// Close closes the SQLite database. Later calls return ErrClosed.
+// Close closes the database. Later calls return ErrClosed.
 func (c *Catalog) Close() error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
@@ -171,35 +205,6 @@ func (c *Catalog) snap() (*snapshot, error) {
 		return nil, ErrClosed
 	}
 	return c.state.Load(), nil
-}
-
-// lockWrite takes writeMu for a change and returns the current snapshot.
-// The caller must call c.writeMu.Unlock.
-func (c *Catalog) lockWrite() (*snapshot, error) {
-	c.writeMu.Lock()
-	snap, err := c.snap()
-	if err != nil {
-		c.writeMu.Unlock()
-	}
-	return snap, err
-}
-
-// inTx runs fn in one SQLite transaction and commits it.
-func (c *Catalog) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := c.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	if err := fn(tx); err != nil {
-		if rbErr := tx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
-			return errors.Join(err, fmt.Errorf("rollback: %w", rbErr))
-		}
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
 }
 
 func (c *Catalog) now() time.Time { return c.cfg.Now().UTC().Truncate(time.Microsecond) }

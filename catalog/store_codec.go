@@ -40,6 +40,10 @@ type (
 		// FieldAgg: the aggregation engine's functions by column; absent
 		// for other tables.
 		FieldAgg map[string]storedFieldAgg `json:"field_agg,omitempty"`
+		// BucketReplicas, MinInsyncReplicas: 0 (absent) is the cluster's
+		// default.
+		BucketReplicas    int `json:"bucket_replicas,omitempty"`
+		MinInsyncReplicas int `json:"min_insync_replicas,omitempty"`
 	}
 	storedFieldAgg struct {
 		Func      string `json:"func"`
@@ -98,7 +102,8 @@ func encodeOptions(o Options) string {
 		LogSegmentBytes: o.LogSegmentBytes, DatalakeEnabled: o.DatalakeEnabled,
 		DatalakeFreshness: int64(o.DatalakeFreshness), DatalakeKeepOnDrop: o.DatalakeKeepOnDrop,
 		MergeEngine: string(o.MergeEngine), VersionColumn: o.VersionColumn,
-		FieldAgg: encodeFieldAgg(o.FieldAgg),
+		FieldAgg:       encodeFieldAgg(o.FieldAgg),
+		BucketReplicas: o.BucketReplicas, MinInsyncReplicas: o.MinInsyncReplicas,
 	})
 }
 
@@ -135,7 +140,8 @@ func decodeOptions(s string) (Options, error) {
 		LogSegmentBytes: in.LogSegmentBytes, DatalakeEnabled: in.DatalakeEnabled,
 		DatalakeFreshness: time.Duration(in.DatalakeFreshness), DatalakeKeepOnDrop: in.DatalakeKeepOnDrop,
 		MergeEngine: MergeEngine(in.MergeEngine), VersionColumn: in.VersionColumn,
-		FieldAgg: decodeFieldAgg(in.FieldAgg),
+		FieldAgg:       decodeFieldAgg(in.FieldAgg),
+		BucketReplicas: in.BucketReplicas, MinInsyncReplicas: in.MinInsyncReplicas,
 	}, nil
 }
 
@@ -158,7 +164,7 @@ func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
 // deeper than MaxTypeDepth, saved by an older release), does not stop the
 // load: it goes to the snapshot's broken tables, which callers report and
 // DROP TABLE removes. Only a catalog that cannot be read at all fails.
-func loadSnapshot(ctx context.Context, db *sql.DB) (*snapshot, error) {
+func loadSnapshot(ctx context.Context, db querier) (*snapshot, error) {
 	s := newSnapshot()
 	if err := loadDatabases(ctx, db, s); err != nil {
 		return nil, err
@@ -184,7 +190,7 @@ func loadSnapshot(ctx context.Context, db *sql.DB) (*snapshot, error) {
 	return s, nil
 }
 
-func loadDatabases(ctx context.Context, db *sql.DB, s *snapshot) error {
+func loadDatabases(ctx context.Context, db querier, s *snapshot) error {
 	rows, err := db.QueryContext(ctx, `SELECT name FROM databases`)
 	if err != nil {
 		return fmt.Errorf("read databases: %w", err)
@@ -202,7 +208,7 @@ func loadDatabases(ctx context.Context, db *sql.DB, s *snapshot) error {
 
 // loadTables reads the tables rows; one that does not decode goes to s's
 // broken tables.
-func loadTables(ctx context.Context, db *sql.DB, s *snapshot) (map[int64]*Table, error) {
+func loadTables(ctx context.Context, db querier, s *snapshot) (map[int64]*Table, error) {
 	rows, err := db.QueryContext(ctx, `SELECT id, db, name, schema_id, primary_key,
 		partition_spec, options, raw_options, created_at, lake_created_at FROM tables`)
 	if err != nil {
@@ -254,7 +260,7 @@ func scanTable(rows *sql.Rows) (*Table, error) {
 // loadSchemas reads every table's schema versions; a table with one that
 // does not decode, or is out of sequence, moves from tables to s's broken
 // tables.
-func loadSchemas(ctx context.Context, db *sql.DB, tables map[int64]*Table, s *snapshot) error {
+func loadSchemas(ctx context.Context, db querier, tables map[int64]*Table, s *snapshot) error {
 	rows, err := db.QueryContext(ctx, `SELECT table_id, schema_id, columns, created_at
 		FROM table_schemas ORDER BY table_id, schema_id`)
 	if err != nil {

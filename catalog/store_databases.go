@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"sort"
 )
@@ -19,28 +18,24 @@ func (c *Catalog) createDatabase(ctx context.Context, name string, ifNotExists b
 	if err := checkObjectName("database", name); err != nil {
 		return false, fmt.Errorf("create database: %w", err)
 	}
-	snap, err := c.lockWrite()
-	if err != nil {
-		return false, err
-	}
-	defer c.writeMu.Unlock()
-	if snap.dbs[name] {
-		if ifNotExists {
-			return false, nil
+	created := false
+	err := c.write(ctx, func(w *change) error {
+		if w.state.dbs[name] {
+			if ifNotExists {
+				return nil
+			}
+			return errorf(ErrDatabaseExists, "database %q already exists", name)
 		}
-		return false, errorf(ErrDatabaseExists, "database %q already exists", name)
-	}
-	err = c.inTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO databases (name, created_at) VALUES (?, ?)`, name, micros(c.now()))
-		return err
+		w.what = fmt.Sprintf("create database %q", name)
+		if err := w.exec(`INSERT INTO databases (name, created_at) VALUES (?, ?)`, name, micros(c.now())); err != nil {
+			return err
+		}
+		w.next = w.state.clone()
+		w.next.dbs[name] = true
+		created = true
+		return nil
 	})
-	if err != nil {
-		return false, fmt.Errorf("create database %q: %w", name, err)
-	}
-	next := snap.clone()
-	next.dbs[name] = true
-	c.state.Store(next)
-	return true, nil
+	return created, err
 }
 
 // DropDatabase drops database name. A database with tables is refused
@@ -58,51 +53,55 @@ func (c *Catalog) dropDatabase(ctx context.Context, name string, ifExists, casca
 	if name == DefaultDatabase {
 		return nil, false, invalidf("database %q cannot be dropped", name)
 	}
-	snap, err := c.lockWrite()
-	if err != nil {
+	var tables []*Table
+	dropped := false
+	err := c.write(ctx, func(w *change) error {
+		snap := w.state
+		if !snap.dbs[name] {
+			if ifExists {
+				return nil
+			}
+			return errorf(ErrDatabaseNotFound, "database %q does not exist", name)
+		}
+		tables = snap.tablesOf(name)
+		for _, b := range snap.brokenOf(name) {
+			tables = append(tables, b.stub())
+		}
+		views := snap.viewsOf(name)
+		if len(tables)+len(views) > 0 && !cascade {
+			return errorf(ErrDatabaseNotEmpty, "database %q is not empty (%d tables, %d views; use CASCADE to drop them too)", name, len(tables), len(views))
+		}
+		w.what = fmt.Sprintf("drop database %q", name)
+		if err := deleteDatabase(w, name); err != nil {
+			return err
+		}
+		next := snap.clone()
+		delete(next.dbs, name)
+		for _, t := range tables {
+			next.deleteTable(t)
+		}
+		for _, v := range views {
+			delete(next.views, TableName{DB: v.DB, Name: v.Name})
+		}
+		w.next, dropped = next, true
+		return nil
+	})
+	if err != nil || !dropped {
 		return nil, false, err
 	}
-	defer c.writeMu.Unlock()
-	if !snap.dbs[name] {
-		if ifExists {
-			return nil, false, nil
-		}
-		return nil, false, errorf(ErrDatabaseNotFound, "database %q does not exist", name)
-	}
-	tables := snap.tablesOf(name)
-	for _, b := range snap.brokenOf(name) {
-		tables = append(tables, b.stub())
-	}
-	views := snap.viewsOf(name)
-	if len(tables)+len(views) > 0 && !cascade {
-		return nil, false, errorf(ErrDatabaseNotEmpty, "database %q is not empty (%d tables, %d views; use CASCADE to drop them too)", name, len(tables), len(views))
-	}
-	if err := c.inTx(ctx, func(tx *sql.Tx) error { return deleteDatabase(ctx, tx, name) }); err != nil {
-		return nil, false, fmt.Errorf("drop database %q: %w", name, err)
-	}
-	next := snap.clone()
-	delete(next.dbs, name)
-	for _, t := range tables {
-		next.deleteTable(t)
-	}
-	for _, v := range views {
-		delete(next.views, TableName{DB: v.DB, Name: v.Name})
-	}
-	c.state.Store(next)
 	return tables, true, nil
 }
 
 // deleteDatabase deletes database name, its tables (their schemas go by
 // ON DELETE CASCADE) and its views.
-func deleteDatabase(ctx context.Context, tx *sql.Tx, name string) error {
-	if _, err := tx.ExecContext(ctx, `DELETE FROM tables WHERE db = ?`, name); err != nil {
+func deleteDatabase(w *change, name string) error {
+	if err := w.exec(`DELETE FROM tables WHERE db = ?`, name); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM views WHERE db = ?`, name); err != nil {
+	if err := w.exec(`DELETE FROM views WHERE db = ?`, name); err != nil {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, `DELETE FROM databases WHERE name = ?`, name)
-	return err
+	return w.exec(`DELETE FROM databases WHERE name = ?`, name)
 }
 
 // Databases returns the database names, sorted.

@@ -36,7 +36,8 @@ func TestDurabilitySettings(t *testing.T) {
 }
 
 // TestImports keeps the package map of docs/architecture.md: catalog imports only the standard
-// library, arrow-go and the SQLite driver.
+// library, arrow-go, the SQLite driver and pgx; its tests also start PostgreSQL with
+// internal/pgtest, which imports no project package.
 func TestImports(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
@@ -51,7 +52,9 @@ func TestImports(t *testing.T) {
 			path := strings.Trim(imp.Path.Value, `"`)
 			first := strings.Split(path, "/")[0]
 			allowed := !strings.Contains(first, ".") ||
-				strings.HasPrefix(path, "github.com/apache/arrow-go/v18/") || path == "modernc.org/sqlite"
+				strings.HasPrefix(path, "github.com/apache/arrow-go/v18/") || path == "modernc.org/sqlite" ||
+				strings.HasPrefix(path, "github.com/jackc/pgx/v5") ||
+				strings.HasSuffix(name, "_test.go") && path == "github.com/lakestream/lakestream/internal/pgtest"
 			if !allowed {
 				t.Errorf("%s imports %s", name, path)
 			}

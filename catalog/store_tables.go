@@ -2,8 +2,6 @@ package catalog
 
 import (
 	"context"
-	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -32,67 +30,61 @@ func (c *Catalog) createTable(ctx context.Context, s *CreateTable) (*Table, bool
 	if err != nil {
 		return nil, false, fmt.Errorf("create table %q: %w", dbOrDefault(s.Table.DB)+"."+s.Table.Name, err)
 	}
-	snap, err := c.lockWrite()
+	var out *Table
+	err = c.write(ctx, func(w *change) error {
+		snap := w.state
+		if !snap.dbs[t.DB] {
+			return errorf(ErrDatabaseNotFound, "database %q does not exist", t.DB)
+		}
+		if v := snap.viewNamed(t.DB, t.Name); v != nil {
+			if s.IfNotExists {
+				return errorf(ErrTableExists, "%q is a view: CREATE TABLE IF NOT EXISTS cannot create a table of its name", v.FullName())
+			}
+			return errorf(ErrTableExists, "%q is a view: a table cannot take a view's name", v.FullName())
+		}
+		if old := snap.byName[TableName{DB: t.DB, Name: t.Name}]; old != nil {
+			if s.IfNotExists {
+				out = old
+				return nil
+			}
+			return errorf(ErrTableExists, "table %q already exists", t.FullName())
+		}
+		if b, ok := snap.brokenNamed(t.DB, t.Name); ok && b.Name == t.Name {
+			return errorf(ErrTableExists, "table %q already exists, and its definition cannot be loaded (%v); drop it first", t.FullName(), b.Err)
+		}
+		t.CreatedAt = c.now()
+		t.schemas[0].CreatedAt = t.CreatedAt
+		w.what = fmt.Sprintf("create table %q", t.FullName())
+		if err := insertTable(w, t); err != nil {
+			return err
+		}
+		w.next = snap.clone()
+		w.next.putTable(t)
+		out = t
+		return nil
+	})
 	if err != nil {
 		return nil, false, err
 	}
-	defer c.writeMu.Unlock()
-	if !snap.dbs[t.DB] {
-		return nil, false, errorf(ErrDatabaseNotFound, "database %q does not exist", t.DB)
-	}
-	if v := snap.viewNamed(t.DB, t.Name); v != nil {
-		if s.IfNotExists {
-			return nil, false, errorf(ErrTableExists, "%q is a view: CREATE TABLE IF NOT EXISTS cannot create a table of its name", v.FullName())
-		}
-		return nil, false, errorf(ErrTableExists, "%q is a view: a table cannot take a view's name", v.FullName())
-	}
-	if old := snap.byName[TableName{DB: t.DB, Name: t.Name}]; old != nil {
-		if s.IfNotExists {
-			return old, false, nil
-		}
-		return nil, false, errorf(ErrTableExists, "table %q already exists", t.FullName())
-	}
-	if b, ok := snap.brokenNamed(t.DB, t.Name); ok && b.Name == t.Name {
-		return nil, false, errorf(ErrTableExists, "table %q already exists, and its definition cannot be loaded (%v); drop it first", t.FullName(), b.Err)
-	}
-	t.CreatedAt = c.now()
-	t.schemas[0].CreatedAt = t.CreatedAt
-	if err := c.inTx(ctx, func(tx *sql.Tx) error { return insertTable(ctx, tx, t) }); err != nil {
-		return nil, false, fmt.Errorf("create table %q: %w", t.FullName(), err)
-	}
-	next := snap.clone()
-	next.putTable(t)
-	c.state.Store(next)
-	return t, true, nil
+	return out, out == t, nil
 }
 
 // insertTable inserts t and its schema 0, setting t.ID.
-func insertTable(ctx context.Context, tx *sql.Tx, t *Table) error {
-	pk, err := json.Marshal(append([]string{}, t.PrimaryKey...))
-	if err != nil {
-		return err
-	}
-	raw, err := json.Marshal(t.RawOptions)
-	if err != nil {
-		return err
-	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO tables (db, name, schema_id, primary_key,
+func insertTable(w *change, t *Table) error {
+	var err error
+	t.ID, err = w.insertID(`INSERT INTO tables (db, name, schema_id, primary_key,
 		partition_spec, options, raw_options, created_at) VALUES (?, ?, 0, ?, ?, ?, ?, ?)`,
-		t.DB, t.Name, string(pk), encodePartition(t.Partition), encodeOptions(t.Options),
-		string(raw), micros(t.CreatedAt))
+		t.DB, t.Name, mustJSON(append([]string{}, t.PrimaryKey...)), encodePartition(t.Partition),
+		encodeOptions(t.Options), mustJSON(t.RawOptions), micros(t.CreatedAt))
 	if err != nil {
 		return err
 	}
-	if t.ID, err = res.LastInsertId(); err != nil {
-		return err
-	}
-	return insertSchema(ctx, tx, t.ID, t.schemas[0])
+	return insertSchema(w, t.ID, t.schemas[0])
 }
 
-func insertSchema(ctx context.Context, tx *sql.Tx, id int64, s *Schema) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO table_schemas (table_id, schema_id, columns, created_at)
+func insertSchema(w *change, id int64, s *Schema) error {
+	return w.exec(`INSERT INTO table_schemas (table_id, schema_id, columns, created_at)
 		VALUES (?, ?, ?, ?)`, id, s.ID, encodeColumns(s.Columns), micros(s.CreatedAt))
-	return err
 }
 
 // DropTable drops table db.name and returns it, so that the caller can
@@ -100,36 +92,36 @@ func insertSchema(ctx context.Context, tx *sql.Tx, id int64, s *Schema) error {
 // reused). With ifExists, a missing table (or database) returns (nil, nil).
 func (c *Catalog) DropTable(ctx context.Context, db, name string, ifExists bool) (*Table, error) {
 	db = dbOrDefault(db)
-	snap, err := c.lockWrite()
-	if err != nil {
-		return nil, err
-	}
-	defer c.writeMu.Unlock()
-	t, err := snap.lookup(db, name)
-	if errors.Is(err, ErrDefinitionBroken) {
-		b, _ := snap.brokenNamed(db, name)
-		t, err = b.stub(), nil
-	}
-	if v := snap.viewNamed(db, name); err != nil && v != nil {
-		return nil, invalidf("%q is a view, not a table: drop it with DROP VIEW", v.FullName())
-	}
-	if err != nil {
-		if ifExists {
-			return nil, nil
+	var dropped *Table
+	err := c.write(ctx, func(w *change) error {
+		snap := w.state
+		t, err := snap.lookup(db, name)
+		if errors.Is(err, ErrDefinitionBroken) {
+			b, _ := snap.brokenNamed(db, name)
+			t, err = b.stub(), nil
 		}
-		return nil, err
-	}
-	err = c.inTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `DELETE FROM tables WHERE id = ?`, t.ID)
-		return err
+		if v := snap.viewNamed(db, name); err != nil && v != nil {
+			return invalidf("%q is a view, not a table: drop it with DROP VIEW", v.FullName())
+		}
+		if err != nil {
+			if ifExists {
+				return nil
+			}
+			return err
+		}
+		w.what = fmt.Sprintf("drop table %q", t.FullName())
+		if err := w.exec(`DELETE FROM tables WHERE id = ?`, t.ID); err != nil {
+			return err
+		}
+		w.next = snap.clone()
+		w.next.deleteTable(t)
+		dropped = t
+		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("drop table %q: %w", t.FullName(), err)
+		return nil, err
 	}
-	next := snap.clone()
-	next.deleteTable(t)
-	c.state.Store(next)
-	return t, nil
+	return dropped, nil
 }
 
 // AddColumn appends a nullable column to table db.name as a new schema
@@ -140,35 +132,33 @@ func (c *Catalog) AddColumn(ctx context.Context, db, table string, col Column) (
 	if err := checkNewColumn(col); err != nil {
 		return nil, fmt.Errorf("add column to table %q: %w", db+"."+table, err)
 	}
-	snap, err := c.lockWrite()
-	if err != nil {
-		return nil, err
-	}
-	defer c.writeMu.Unlock()
-	old, err := snap.lookup(db, table)
-	if err != nil {
-		return nil, err
-	}
-	if slices.ContainsFunc(old.Columns, func(c Column) bool { return strings.EqualFold(c.Name, col.Name) }) {
-		return nil, errorf(ErrColumnExists, "column %q already exists in table %q", col.Name, old.FullName())
-	}
-	if err := checkWidth(quoteName(old.FullName()), append(slices.Clip(old.Columns), col)); err != nil {
-		return nil, fmt.Errorf("add column %q to table %q: %w", col.Name, old.FullName(), err)
-	}
-	t := old.withColumn(col, c.now())
-	err = c.inTx(ctx, func(tx *sql.Tx) error {
-		if err := insertSchema(ctx, tx, t.ID, t.schemas[t.SchemaID]); err != nil {
+	var t *Table
+	err := c.write(ctx, func(w *change) error {
+		old, err := w.state.lookup(db, table)
+		if err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE tables SET schema_id = ? WHERE id = ?`, t.SchemaID, t.ID)
-		return err
+		if slices.ContainsFunc(old.Columns, func(c Column) bool { return strings.EqualFold(c.Name, col.Name) }) {
+			return errorf(ErrColumnExists, "column %q already exists in table %q", col.Name, old.FullName())
+		}
+		if err := checkWidth(quoteName(old.FullName()), append(slices.Clip(old.Columns), col)); err != nil {
+			return fmt.Errorf("add column %q to table %q: %w", col.Name, old.FullName(), err)
+		}
+		t = old.withColumn(col, c.now())
+		w.what = fmt.Sprintf("add column %q to table %q", col.Name, t.FullName())
+		if err := insertSchema(w, t.ID, t.schemas[t.SchemaID]); err != nil {
+			return err
+		}
+		if err := w.exec(`UPDATE tables SET schema_id = ? WHERE id = ?`, t.SchemaID, t.ID); err != nil {
+			return err
+		}
+		w.next = w.state.clone()
+		w.next.putTable(t)
+		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("add column %q to table %q: %w", col.Name, t.FullName(), err)
+		return nil, err
 	}
-	next := snap.clone()
-	next.putTable(t)
-	c.state.Store(next)
 	return t, nil
 }
 
@@ -177,31 +167,31 @@ func (c *Catalog) AddColumn(ctx context.Context, db, table string, col Column) (
 // anew (the tiering service refuses to re-create it). It returns the
 // table with LakeCreatedAt set.
 func (c *Catalog) SetLakeCreated(ctx context.Context, id int64) (*Table, error) {
-	snap, err := c.lockWrite()
+	var out *Table
+	err := c.write(ctx, func(w *change) error {
+		old := w.state.byID[id]
+		if old == nil {
+			return errorf(ErrTableNotFound, "table with id %d does not exist", id)
+		}
+		if !old.LakeCreatedAt.IsZero() {
+			out = old
+			return nil
+		}
+		t := *old
+		t.LakeCreatedAt = c.now()
+		w.what = fmt.Sprintf("record the lake table of %q", t.FullName())
+		if err := w.exec(`UPDATE tables SET lake_created_at = ? WHERE id = ?`, micros(t.LakeCreatedAt), id); err != nil {
+			return err
+		}
+		w.next = w.state.clone()
+		w.next.putTable(&t)
+		out = &t
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer c.writeMu.Unlock()
-	old := snap.byID[id]
-	if old == nil {
-		return nil, errorf(ErrTableNotFound, "table with id %d does not exist", id)
-	}
-	if !old.LakeCreatedAt.IsZero() {
-		return old, nil
-	}
-	t := *old
-	t.LakeCreatedAt = c.now()
-	err = c.inTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE tables SET lake_created_at = ? WHERE id = ?`, micros(t.LakeCreatedAt), id)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("record the lake table of %q: %w", t.FullName(), err)
-	}
-	next := snap.clone()
-	next.putTable(&t)
-	c.state.Store(next)
-	return &t, nil
+	return out, nil
 }
 
 func checkNewColumn(col Column) error {

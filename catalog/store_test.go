@@ -54,8 +54,10 @@ func execErr(t *testing.T, c *Catalog, sql string) error {
 	return err
 }
 
-func TestDefaultDatabase(t *testing.T) {
-	c, _ := newTestCatalog(t)
+func TestDefaultDatabase(t *testing.T) { forEachBackend(t, testDefaultDatabase) }
+
+func testDefaultDatabase(t *testing.T, b backend) {
+	c, _ := b.newCatalog(t)
 	ctx := context.Background()
 	dbs, err := c.Databases(ctx)
 	if err != nil || !reflect.DeepEqual(dbs, []string{"default"}) {
@@ -67,8 +69,10 @@ func TestDefaultDatabase(t *testing.T) {
 	}
 }
 
-func TestDatabaseLifecycle(t *testing.T) {
-	c, _ := newTestCatalog(t)
+func TestDatabaseLifecycle(t *testing.T) { forEachBackend(t, testDatabaseLifecycle) }
+
+func testDatabaseLifecycle(t *testing.T, b backend) {
+	c, _ := b.newCatalog(t)
 	ctx := context.Background()
 	exec(t, c, "CREATE DATABASE sales")
 	if res := exec(t, c, "CREATE DATABASE IF NOT EXISTS sales"); !res.NoOp {
@@ -99,8 +103,10 @@ func TestDatabaseLifecycle(t *testing.T) {
 	}
 }
 
-func TestTableLifecycleAndErrors(t *testing.T) {
-	c, _ := newTestCatalog(t)
+func TestTableLifecycleAndErrors(t *testing.T) { forEachBackend(t, testTableLifecycleAndErrors) }
+
+func testTableLifecycleAndErrors(t *testing.T, b backend) {
+	c, _ := b.newCatalog(t)
 	ctx := context.Background()
 	res := exec(t, c, "CREATE TABLE events (id BIGINT NOT NULL, kind VARCHAR)")
 	if res.Table == nil || res.Table.ID == 0 || res.NoOp {
@@ -145,8 +151,10 @@ func TestTableLifecycleAndErrors(t *testing.T) {
 	}
 }
 
-func TestDurableAcrossReopen(t *testing.T) {
-	c, path := newTestCatalog(t)
+func TestDurableAcrossReopen(t *testing.T) { forEachBackend(t, testDurableAcrossReopen) }
+
+func testDurableAcrossReopen(t *testing.T, b backend) {
+	c, path := b.newCatalog(t)
 	ctx := context.Background()
 	exec(t, c, "CREATE DATABASE shop")
 	created := exec(t, c, `CREATE TABLE shop.orders (id BIGINT PRIMARY KEY, ts TIMESTAMPTZ, amount DECIMAL(10,2),
@@ -160,7 +168,7 @@ func TestDurableAcrossReopen(t *testing.T) {
 		t.Errorf("use after close: %v", err)
 	}
 
-	c2 := openTest(t, path)
+	c2 := b.open(t, path)
 	defer c2.Close()
 	got, err := c2.Table(ctx, "shop", "orders")
 	if err != nil {
@@ -177,8 +185,10 @@ func TestDurableAcrossReopen(t *testing.T) {
 	}
 }
 
-func TestSchemaVersions(t *testing.T) {
-	c, _ := newTestCatalog(t)
+func TestSchemaVersions(t *testing.T) { forEachBackend(t, testSchemaVersions) }
+
+func testSchemaVersions(t *testing.T, b backend) {
+	c, _ := b.newCatalog(t)
 	ctx := context.Background()
 	v0 := exec(t, c, "CREATE TABLE t (id BIGINT NOT NULL)").Table
 	v1 := exec(t, c, "ALTER TABLE t ADD COLUMN a VARCHAR").Table
@@ -213,8 +223,10 @@ func TestSchemaVersions(t *testing.T) {
 	}
 }
 
-func TestIDsNotReused(t *testing.T) {
-	c, path := newTestCatalog(t)
+func TestIDsNotReused(t *testing.T) { forEachBackend(t, testIDsNotReused) }
+
+func testIDsNotReused(t *testing.T, b backend) {
+	c, path := b.newCatalog(t)
 	ctx := context.Background()
 	seen := map[int64]bool{}
 	for i := range 3 {
@@ -228,7 +240,7 @@ func TestIDsNotReused(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	c2 := openTest(t, path) // the sequence must survive a restart too
+	c2 := b.open(t, path) // the sequence must survive a restart too
 	defer c2.Close()
 	tbl, err := c2.CreateTable(ctx, &CreateTable{Table: TableName{Name: "t"}, Columns: []Column{{Name: "a", Type: Prim(KindInteger)}}})
 	if err != nil {
@@ -251,8 +263,10 @@ func TestSecondOpenIsRefused(t *testing.T) {
 	}
 }
 
-func TestConcurrentUse(t *testing.T) {
-	c, _ := newTestCatalog(t)
+func TestConcurrentUse(t *testing.T) { forEachBackend(t, testConcurrentUse) }
+
+func testConcurrentUse(t *testing.T, b backend) {
+	c, _ := b.newCatalog(t)
 	ctx := context.Background()
 	const workers, perWorker = 8, 10
 	var wg sync.WaitGroup
@@ -310,8 +324,10 @@ func TestOpenValidatesConfig(t *testing.T) {
 // back after a reopen as it was created (datalake.keep-on-drop once did
 // not), and that a row stored before keep-on-drop was kept resolved reads
 // it from the options as written.
-func TestOptionsDurable(t *testing.T) {
-	c, path := newTestCatalog(t)
+func TestOptionsDurable(t *testing.T) { forEachBackend(t, testOptionsDurable) }
+
+func testOptionsDurable(t *testing.T, b backend) {
+	c, path := b.newCatalog(t)
 	ctx := context.Background()
 	created := exec(t, c, `CREATE TABLE kept (id BIGINT PRIMARY KEY, amount DOUBLE, v BIGINT)
 		WITH ('bucket.num' = '3', 'log.retention' = '2h', 'log.compression' = 'lz4', 'log.segment.bytes' = '8MiB',
@@ -323,7 +339,7 @@ func TestOptionsDurable(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	c2 := openTest(t, path)
+	c2 := b.open(t, path)
 	defer c2.Close()
 	got, err := c2.Table(ctx, DefaultDatabase, "kept")
 	if err != nil {

@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"maps"
@@ -111,93 +110,91 @@ func (c *Catalog) CreateUser(ctx context.Context, name, passwordHash string, sup
 	if err := checkUserName(name); err != nil {
 		return nil, false, err
 	}
-	if _, err := c.lockWrite(); err != nil {
-		return nil, false, err
-	}
-	defer c.writeMu.Unlock()
-	set := c.userSet()
-	if old, ok := set.byName[name]; ok {
-		if ifNotExists {
-			return old, false, nil
+	err = c.write(ctx, func(w *change) error {
+		if old, ok := w.users.byName[name]; ok {
+			if ifNotExists {
+				u = old
+				return nil
+			}
+			return errorf(ErrUserExists, "user %s already exists", quoteName(name))
 		}
-		return nil, false, errorf(ErrUserExists, "user %s already exists", quoteName(name))
-	}
-	if _, ok := c.Grants().roles[name]; ok {
-		return nil, false, errorf(ErrUserExists, "user %s already exists: a role has that name", quoteName(name))
-	}
-	now := c.now()
-	u = &User{Name: name, PasswordHash: passwordHash, Superuser: superuser, CreatedAt: now, UpdatedAt: now}
-	err = c.inTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO users (name, password_hash, superuser, generation, created_at, updated_at) VALUES (?, ?, ?, 0, ?, ?)`,
+		if _, ok := w.grants.roles[name]; ok {
+			return errorf(ErrUserExists, "user %s already exists: a role has that name", quoteName(name))
+		}
+		now := c.now()
+		n := &User{Name: name, PasswordHash: passwordHash, Superuser: superuser, CreatedAt: now, UpdatedAt: now}
+		w.what = "create user " + quoteName(name)
+		var err error
+		n.ID, err = w.insertID(`INSERT INTO users (name, password_hash, superuser, generation, created_at, updated_at) VALUES (?, ?, ?, 0, ?, ?)`,
 			name, passwordHash, superuser, micros(now), micros(now))
 		if err != nil {
 			return err
 		}
-		u.ID, err = res.LastInsertId()
-		return err
+		w.nextUsers = w.users.with(n, "")
+		u, created = n, true
+		return nil
 	})
 	if err != nil {
-		return nil, false, fmt.Errorf("create user %s: %w", quoteName(name), err)
+		return nil, false, err
 	}
-	c.publishUsersLocked(set, u, "")
-	return u, true, nil
+	return u, created, nil
 }
 
 // SetPassword replaces a user's password hash and advances its
 // generation, which revokes every token issued to the user before.
 func (c *Catalog) SetPassword(ctx context.Context, name, passwordHash string) (*User, error) {
-	if _, err := c.lockWrite(); err != nil {
-		return nil, err
-	}
-	defer c.writeMu.Unlock()
-	set := c.userSet()
-	old, ok := set.byName[name]
-	if !ok {
-		return nil, errorf(ErrUserNotFound, "user %s does not exist", quoteName(name))
-	}
-	u := *old
-	u.PasswordHash, u.Generation, u.UpdatedAt = passwordHash, old.Generation+1, c.now()
-	err := c.inTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE users SET password_hash = ?, generation = ?, updated_at = ? WHERE id = ?`,
-			u.PasswordHash, u.Generation, micros(u.UpdatedAt), u.ID)
-		return err
+	var out *User
+	err := c.write(ctx, func(w *change) error {
+		old, ok := w.users.byName[name]
+		if !ok {
+			return errorf(ErrUserNotFound, "user %s does not exist", quoteName(name))
+		}
+		u := *old
+		u.PasswordHash, u.Generation, u.UpdatedAt = passwordHash, old.Generation+1, c.now()
+		w.what = "alter user " + quoteName(name)
+		if err := w.exec(`UPDATE users SET password_hash = ?, generation = ?, updated_at = ? WHERE id = ?`,
+			u.PasswordHash, u.Generation, micros(u.UpdatedAt), u.ID); err != nil {
+			return err
+		}
+		w.nextUsers = w.users.with(&u, "")
+		out = &u
+		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("alter user %s: %w", quoteName(name), err)
+		return nil, err
 	}
-	c.publishUsersLocked(set, &u, "")
-	return &u, nil
+	return out, nil
 }
 
 // DropUser deletes a user, which revokes its tokens; with ifExists a
 // missing user returns (nil, nil).
 func (c *Catalog) DropUser(ctx context.Context, name string, ifExists bool) (*User, error) {
-	if _, err := c.lockWrite(); err != nil {
-		return nil, err
-	}
-	defer c.writeMu.Unlock()
-	set := c.userSet()
-	old, ok := set.byName[name]
-	switch {
-	case !ok && ifExists:
-		return nil, nil
-	case !ok:
-		return nil, errorf(ErrUserNotFound, "user %s does not exist", quoteName(name))
-	}
-	err := c.inTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `DELETE FROM users WHERE id = ?`, old.ID)
-		return err
+	var dropped *User
+	err := c.write(ctx, func(w *change) error {
+		old, ok := w.users.byName[name]
+		switch {
+		case !ok && ifExists:
+			return nil
+		case !ok:
+			return errorf(ErrUserNotFound, "user %s does not exist", quoteName(name))
+		}
+		w.what = "drop user " + quoteName(name)
+		if err := w.exec(`DELETE FROM users WHERE id = ?`, old.ID); err != nil {
+			return err
+		}
+		w.nextUsers = w.users.with(nil, name)
+		dropped = old
+		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("drop user %s: %w", quoteName(name), err)
+		return nil, err
 	}
-	c.publishUsersLocked(set, nil, name)
-	return old, nil
+	return dropped, nil
 }
 
-// publishUsersLocked publishes set with u put in (if not nil) and the
-// user named drop taken out (if not ""). Under writeMu.
-func (c *Catalog) publishUsersLocked(set *userSet, u *User, drop string) {
+// with returns a copy of set with u put in (if not nil) and the user
+// named drop taken out (if not "").
+func (set *userSet) with(u *User, drop string) *userSet {
 	next := &userSet{byName: maps.Clone(set.byName), byID: maps.Clone(set.byID)}
 	if next.byName == nil {
 		next.byName, next.byID = map[string]*User{}, map[int64]*User{}
@@ -209,11 +206,11 @@ func (c *Catalog) publishUsersLocked(set *userSet, u *User, drop string) {
 	if u != nil {
 		next.byName[u.Name], next.byID[u.ID] = u, u
 	}
-	c.users.Store(next)
+	return next
 }
 
 // loadUsers reads every user at start.
-func loadUsers(ctx context.Context, db *sql.DB) (*userSet, error) {
+func loadUsers(ctx context.Context, db querier) (*userSet, error) {
 	rows, err := db.QueryContext(ctx, `SELECT id, name, password_hash, superuser, generation, created_at, updated_at FROM users`)
 	if err != nil {
 		return nil, fmt.Errorf("read users: %w", err)

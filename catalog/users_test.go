@@ -3,7 +3,6 @@ package catalog
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 )
 
@@ -57,10 +56,12 @@ func TestRedactPasswords(t *testing.T) {
 	}
 }
 
-func TestUsersStore(t *testing.T) {
+func TestUsersStore(t *testing.T) { forEachBackend(t, testUsersStore) }
+
+func testUsersStore(t *testing.T, b backend) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "catalog.db")
-	c, err := Open(ctx, path, Config{})
+	path := b.fresh(t)
+	c, err := b.openAt(ctx, path, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func TestUsersStore(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	c, err = Open(ctx, path, Config{})
+	c, err = b.openAt(ctx, path, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

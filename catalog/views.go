@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"sort"
@@ -98,81 +97,85 @@ func (c *Catalog) createView(ctx context.Context, s *CreateView) (*View, bool, e
 	if strings.TrimSpace(s.Query) == "" {
 		return nil, false, invalidf("view %q has no query", db+"."+s.View.Name)
 	}
-	snap, err := c.lockWrite()
+	var out *View
+	stored := false
+	err := c.write(ctx, func(w *change) error {
+		snap := w.state
+		if !snap.dbs[db] {
+			return errorf(ErrDatabaseNotFound, "database %q does not exist", db)
+		}
+		if snap.tableNamed(db, s.View.Name) {
+			return errorf(ErrTableExists, "%q is a table: a view cannot take a table's name", db+"."+s.View.Name)
+		}
+		now := c.now()
+		old := snap.viewNamed(db, s.View.Name)
+		switch {
+		case old != nil && s.IfNotExists:
+			out = old
+			return nil
+		case old != nil && !s.OrReplace:
+			return errorf(ErrTableExists, "view %q already exists", old.FullName())
+		}
+		v := &View{DB: db, Name: s.View.Name, Query: s.Query, CreatedAt: now, UpdatedAt: now}
+		if old != nil {
+			v.ID, v.Name, v.CreatedAt = old.ID, old.Name, old.CreatedAt
+		}
+		w.what = fmt.Sprintf("create view %q", v.FullName())
+		if old != nil {
+			if err := w.exec(`UPDATE views SET query = ?, updated_at = ? WHERE id = ?`, v.Query, micros(now), v.ID); err != nil {
+				return err
+			}
+		} else {
+			var err error
+			v.ID, err = w.insertID(`INSERT INTO views (db, name, query, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
+				v.DB, v.Name, v.Query, micros(now), micros(now))
+			if err != nil {
+				return err
+			}
+		}
+		w.next = snap.clone()
+		if old != nil {
+			delete(w.next.views, TableName{DB: old.DB, Name: old.Name})
+		}
+		w.next.views[TableName{DB: v.DB, Name: v.Name}] = v
+		out, stored = v, true
+		return nil
+	})
 	if err != nil {
 		return nil, false, err
 	}
-	defer c.writeMu.Unlock()
-	if !snap.dbs[db] {
-		return nil, false, errorf(ErrDatabaseNotFound, "database %q does not exist", db)
-	}
-	if snap.tableNamed(db, s.View.Name) {
-		return nil, false, errorf(ErrTableExists, "%q is a table: a view cannot take a table's name", db+"."+s.View.Name)
-	}
-	now := c.now()
-	old := snap.viewNamed(db, s.View.Name)
-	switch {
-	case old != nil && s.IfNotExists:
-		return old, false, nil
-	case old != nil && !s.OrReplace:
-		return nil, false, errorf(ErrTableExists, "view %q already exists", old.FullName())
-	}
-	v := &View{DB: db, Name: s.View.Name, Query: s.Query, CreatedAt: now, UpdatedAt: now}
-	err = c.inTx(ctx, func(tx *sql.Tx) error {
-		if old != nil {
-			v.ID, v.Name, v.CreatedAt = old.ID, old.Name, old.CreatedAt
-			_, err := tx.ExecContext(ctx, `UPDATE views SET query = ?, updated_at = ? WHERE id = ?`, v.Query, micros(now), v.ID)
-			return err
-		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO views (db, name, query, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
-			v.DB, v.Name, v.Query, micros(now), micros(now))
-		if err != nil {
-			return err
-		}
-		v.ID, err = res.LastInsertId()
-		return err
-	})
-	if err != nil {
-		return nil, false, fmt.Errorf("create view %q: %w", v.FullName(), err)
-	}
-	next := snap.clone()
-	if old != nil {
-		delete(next.views, TableName{DB: old.DB, Name: old.Name})
-	}
-	next.views[TableName{DB: v.DB, Name: v.Name}] = v
-	c.state.Store(next)
-	return v, true, nil
+	return out, stored, nil
 }
 
 // DropView drops view db.name and returns it; with ifExists a missing
 // view returns (nil, nil).
 func (c *Catalog) DropView(ctx context.Context, db, name string, ifExists bool) (*View, error) {
 	db = dbOrDefault(db)
-	snap, err := c.lockWrite()
+	var dropped *View
+	err := c.write(ctx, func(w *change) error {
+		snap := w.state
+		v := snap.viewNamed(db, name)
+		switch {
+		case v == nil && snap.tableNamed(db, name):
+			return invalidf("%q is a table, not a view: drop it with DROP TABLE", db+"."+name)
+		case v == nil && ifExists:
+			return nil
+		case v == nil:
+			return errorf(ErrViewNotFound, "view %q does not exist", db+"."+name)
+		}
+		w.what = fmt.Sprintf("drop view %q", v.FullName())
+		if err := w.exec(`DELETE FROM views WHERE id = ?`, v.ID); err != nil {
+			return err
+		}
+		w.next = snap.clone()
+		delete(w.next.views, TableName{DB: v.DB, Name: v.Name})
+		dropped = v
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer c.writeMu.Unlock()
-	v := snap.viewNamed(db, name)
-	switch {
-	case v == nil && snap.tableNamed(db, name):
-		return nil, invalidf("%q is a table, not a view: drop it with DROP TABLE", db+"."+name)
-	case v == nil && ifExists:
-		return nil, nil
-	case v == nil:
-		return nil, errorf(ErrViewNotFound, "view %q does not exist", db+"."+name)
-	}
-	err = c.inTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `DELETE FROM views WHERE id = ?`, v.ID)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("drop view %q: %w", v.FullName(), err)
-	}
-	next := snap.clone()
-	delete(next.views, TableName{DB: v.DB, Name: v.Name})
-	c.state.Store(next)
-	return v, nil
+	return dropped, nil
 }
 
 // View returns view db.name ("" means the default database), matched as
@@ -202,7 +205,7 @@ func (c *Catalog) Views(ctx context.Context, db string) ([]*View, error) {
 	return snap.viewsOf(db), nil
 }
 
-func loadViews(ctx context.Context, db *sql.DB, s *snapshot) error {
+func loadViews(ctx context.Context, db querier, s *snapshot) error {
 	rows, err := db.QueryContext(ctx, `SELECT id, db, name, query, created_at, updated_at FROM views`)
 	if err != nil {
 		return fmt.Errorf("read views: %w", err)

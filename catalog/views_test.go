@@ -33,8 +33,10 @@ func TestParseViewsAndCreateTableAs(t *testing.T) {
 	}
 }
 
-func TestViewStore(t *testing.T) {
-	c, path := newTestCatalog(t)
+func TestViewStore(t *testing.T) { forEachBackend(t, testViewStore) }
+
+func testViewStore(t *testing.T, b backend) {
+	c, path := b.newCatalog(t)
 	ctx := context.Background()
 	exec(t, c, "CREATE TABLE t (a INT)")
 	res := exec(t, c, "CREATE VIEW v AS SELECT a FROM t")
@@ -68,7 +70,7 @@ func TestViewStore(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	c = openTest(t, path)
+	c = b.open(t, path)
 	defer c.Close()
 	v, err := c.View(ctx, "", "V")
 	if err != nil || v.Query != "SELECT a + 1 AS b FROM t" || v.UpdatedAt.Before(v.CreatedAt) {

@@ -125,9 +125,10 @@ func StoreISRChange(store meta.Store, self string) func(BucketRef) ISRChange {
 // it polls the store's change counter every `every` and, when it moved,
 // reads every bucket and applies those this node holds a replica of; it
 // also applies them every 25 polls, for a leader whose address gossip
-// learnt only since. addr gives a node's replication address (its
-// advertised Flight address), "" while unknown.
-func Watch(ctx context.Context, store meta.Store, r *Replicas, minISR func(BucketRef) int, addr func(id string) string, every time.Duration) {
+// learnt only since. minISR gives a bucket's min.insync.replicas; addr
+// gives a node's replication address (its advertised Flight address), ""
+// while unknown.
+func Watch(ctx context.Context, store meta.Store, r *Replicas, minISR func(meta.Bucket) int, addr func(id string) string, every time.Duration) {
 	last := int64(-1)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
@@ -147,7 +148,7 @@ func Watch(ctx context.Context, store meta.Store, r *Replicas, minISR func(Bucke
 	}
 }
 
-func applyAll(ctx context.Context, store meta.Store, r *Replicas, minISR func(BucketRef) int, addr func(id string) string) error {
+func applyAll(ctx context.Context, store meta.Store, r *Replicas, minISR func(meta.Bucket) int, addr func(id string) string) error {
 	buckets, err := store.AllBuckets(ctx)
 	if err != nil {
 		return err
@@ -157,13 +158,19 @@ func applyAll(ctx context.Context, store meta.Store, r *Replicas, minISR func(Bu
 		if !slices.Contains(b.Replicas, r.cfg.NodeID) || !r.holds(b.Key) {
 			continue
 		}
-		a := Assignment{Ref: b.Key, Replicas: b.Replicas, Leader: b.Leader, Epoch: b.Epoch, ISR: b.ISR, MinISR: minISR(b.Key), Version: b.Version}
-		if b.Leader != "" {
-			a.LeaderAddr = addr(b.Leader)
-		}
-		errs = append(errs, r.Apply(a))
+		errs = append(errs, r.Apply(AssignmentOf(b, minISR(b), addr)))
 	}
 	return errors.Join(errs...)
+}
+
+// AssignmentOf is the assignment of bucket b as stored, with its
+// min.insync.replicas and its leader's address (addr).
+func AssignmentOf(b meta.Bucket, minISR int, addr func(id string) string) Assignment {
+	a := Assignment{Ref: b.Key, Replicas: b.Replicas, Leader: b.Leader, Epoch: b.Epoch, ISR: b.ISR, MinISR: minISR, Version: b.Version}
+	if b.Leader != "" {
+		a.LeaderAddr = addr(b.Leader)
+	}
+	return a
 }
 
 // holds says whether the node has a replica of ref.

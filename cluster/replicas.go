@@ -279,6 +279,20 @@ func (r *Replicas) WaitAcked(ctx context.Context, ref BucketRef, end int64) erro
 	return l.waitAcked(ctx, end)
 }
 
+// Role is the assignment applied last to this node's replica of ref; ok
+// is false when the node holds no replica of it or none was applied.
+func (r *Replicas) Role(ref BucketRef) (a Assignment, ok bool) {
+	r.mu.Lock()
+	rep := r.mu.buckets[ref]
+	r.mu.Unlock()
+	if rep == nil {
+		return Assignment{}, false
+	}
+	rep.mu.Lock()
+	defer rep.mu.Unlock()
+	return rep.role, rep.applied
+}
+
 // ISR is the in-sync set of a bucket this node leads, nil otherwise.
 func (r *Replicas) ISR(ref BucketRef) []string {
 	if _, l, _ := r.leaderOf(ref); l != nil {

@@ -30,37 +30,55 @@ const maxMessageBytes = 256<<20 + 1<<20
 // replicationServer is the interface grpc.ServiceDesc asks for.
 type replicationServer interface{}
 
-// Register serves r's replication on s.
+// Register serves r's replication on s. The server's interceptors apply
+// to its calls as to any other (authentication, observation).
 func Register(s *grpc.Server, r *Replicas) {
 	s.RegisterService(&grpc.ServiceDesc{
 		ServiceName: serviceName,
 		HandlerType: (*replicationServer)(nil),
 		Methods: []grpc.MethodDesc{
-			{MethodName: "Fetch", Handler: func(_ any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
-				in := new(wrapperspb.BytesValue)
-				if err := dec(in); err != nil {
-					return nil, err
-				}
-				q, err := decodeFetchRequest(in.Value)
+			{MethodName: "Fetch", Handler: unary("Fetch", func(ctx context.Context, b []byte) ([]byte, error) {
+				q, err := decodeFetchRequest(b)
 				if err != nil {
 					return nil, status.Error(codes.InvalidArgument, err.Error())
 				}
-				return wrapperspb.Bytes(r.fetch(ctx, q).encode()), nil
-			}},
-			{MethodName: "EndForEpoch", Handler: func(_ any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
-				in := new(wrapperspb.BytesValue)
-				if err := dec(in); err != nil {
-					return nil, err
-				}
-				q, err := decodeEpochRequest(in.Value)
+				return r.fetch(ctx, q).encode(), nil
+			})},
+			{MethodName: "EndForEpoch", Handler: unary("EndForEpoch", func(_ context.Context, b []byte) ([]byte, error) {
+				q, err := decodeEpochRequest(b)
 				if err != nil {
 					return nil, status.Error(codes.InvalidArgument, err.Error())
 				}
-				return wrapperspb.Bytes(r.endForEpoch(q).encode()), nil
-			}},
+				return r.endForEpoch(q).encode(), nil
+			})},
 		},
 		Metadata: "lakestream/cluster/service.go",
 	}, struct{}{})
+}
+
+// unary is the gRPC method handler of one replication call: it decodes the
+// request envelope and runs h through the server's interceptor chain.
+func unary(method string, h func(context.Context, []byte) ([]byte, error)) grpc.MethodHandler {
+	call := func(ctx context.Context, req any) (any, error) {
+		out, err := h(ctx, req.(*wrapperspb.BytesValue).Value)
+		if err != nil {
+			return nil, err
+		}
+		return wrapperspb.Bytes(out), nil
+	}
+	info := &grpc.UnaryServerInfo{FullMethod: "/" + serviceName + "/" + method}
+	return func(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
+		in := new(wrapperspb.BytesValue)
+		if err := dec(in); err != nil {
+			return nil, err
+		}
+		if interceptor == nil {
+			return call(ctx, in)
+		}
+		info := *info
+		info.Server = srv
+		return interceptor(ctx, in, &info, call)
+	}
 }
 
 // GRPCTransport reaches other nodes' replication services over gRPC, one

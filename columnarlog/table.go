@@ -442,6 +442,25 @@ func (t *TableLog) Writers() map[int64]WriterState {
 	return out
 }
 
+// Writer returns what Writers returns of one writer, and whether any
+// bucket holds a batch of it.
+func (t *TableLog) Writer(id int64) (WriterState, bool) {
+	var out WriterState
+	found := false
+	for _, l := range t.buckets {
+		l.mu.Lock()
+		if st, ok := l.mu.writers[id]; ok {
+			if !found || st.seq > out.Seq {
+				out.Seq = st.seq
+			}
+			out.Timestamp = max(out.Timestamp, st.ts)
+			found = true
+		}
+		l.mu.Unlock()
+	}
+	return out, found
+}
+
 // commitRound syncs every bucket written since the last round, records their
 // end offsets in the commit file and publishes them.
 func (t *TableLog) commitRound() (int64, error) {

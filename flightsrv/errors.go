@@ -73,7 +73,7 @@ func toStatus(err error) error {
 		code = codes.Aborted // concurrent writes kept changing the rows: run the statement again
 	case errors.Is(err, tables.ErrSchemaChanged):
 		code = codes.Aborted // retry the write: it is conformed to the new definition
-	case errors.Is(err, tables.ErrCaptureRace), errors.Is(err, tables.ErrKeyIndexRebuilding):
+	case errors.Is(err, tables.ErrCaptureRace), errors.Is(err, tables.ErrKeyIndexRebuilding), errors.Is(err, tables.ErrReplicaUnavailable):
 		code = codes.Unavailable // retry the same call
 	case errors.Is(err, columnarlog.ErrCorrupt):
 		code = codes.DataLoss // stored data is damaged: a retry meets the same damage

@@ -45,6 +45,12 @@ type ClusterConfig struct {
 	// member that stops answering is dead within 4–24 s) or "local" (one
 	// host, tests: 0.6–3.6 s). See docs/cluster.md.
 	GossipTiming string
+	// Meta is the metadata store that holds each bucket's replicas,
+	// leader, leader epoch and in-sync set: a postgres:// URL that every
+	// node of the cluster reaches, or sqlite://FILE. Default: the file
+	// cluster.db in the data directory, which only a cluster of one node
+	// can use.
+	Meta string
 	// LeaveTimeout bounds the graceful leave at shutdown: the node
 	// announces that it leaves and waits this long for the others to
 	// hear it. Default 5s.
@@ -69,7 +75,7 @@ func (c ClusterConfig) validate(listen string) []error {
 	if !c.enabled() {
 		var errs []error
 		for flag, v := range map[string]string{"node-id": c.NodeID, "gossip-advertise": c.GossipAdvertise, "advertise": c.Advertise,
-			"rack": c.Rack, "gossip-key-file": c.GossipKeyFile} {
+			"rack": c.Rack, "gossip-key-file": c.GossipKeyFile, "meta": c.Meta} {
 			if v != "" {
 				errs = append(errs, fmt.Errorf("%s is set but gossip is not: a cluster node needs --gossip", flag))
 			}
@@ -97,6 +103,9 @@ func (c ClusterConfig) validate(listen string) []error {
 		if _, err := c.gossipKey(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if m := c.Meta; m != "" && !strings.HasPrefix(m, "postgres://") && !strings.HasPrefix(m, "postgresql://") && !strings.HasPrefix(m, "sqlite://") {
+		errs = append(errs, fmt.Errorf("meta %q: want postgres://… (shared by the cluster's nodes) or sqlite://FILE", m))
 	}
 	if c.LeaveTimeout < 0 {
 		errs = append(errs, fmt.Errorf("leave timeout %s: want a positive duration", c.LeaveTimeout))

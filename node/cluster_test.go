@@ -33,6 +33,10 @@ func TestClusterConfigValidate(t *testing.T) {
 		{ClusterConfig{NodeID: "a", Gossip: "127.0.0.1:7946", GossipTiming: "wan"}, "gossip timing"},
 		{ClusterConfig{NodeID: "a", Gossip: "127.0.0.1:7946", GossipKeyFile: badKey}, "16, 24 or 32 bytes"},
 		{ClusterConfig{NodeID: "a", Gossip: "127.0.0.1:7946", GossipKeyFile: filepath.Join(t.TempDir(), "none")}, "gossip key"},
+		{ClusterConfig{NodeID: "a", Gossip: "127.0.0.1:7946", Meta: "postgres://h/db"}, ""},
+		{ClusterConfig{NodeID: "a", Gossip: "127.0.0.1:7946", Meta: "sqlite:///tmp/m.db"}, ""},
+		{ClusterConfig{NodeID: "a", Gossip: "127.0.0.1:7946", Meta: "mysql://h/db"}, "want postgres://"},
+		{ClusterConfig{Meta: "postgres://h/db"}, "needs --gossip"},
 	} {
 		c := tt.c
 		c.ensureDefaults()
@@ -53,6 +57,18 @@ func TestClusterConfigValidate(t *testing.T) {
 	cfg.Security.Insecure = true
 	if err := cfg.Validate(); err != nil && strings.Contains(err.Error(), "needs a shared key") {
 		t.Errorf("--insecure: %v", err)
+	}
+	// Replication does not authenticate yet: a cluster node refuses to
+	// start with authentication on, and with a lake of its own.
+	cfg = Config{Listen: "127.0.0.1:0", HTTP: "off", Cluster: ClusterConfig{NodeID: "a", Gossip: "127.0.0.1:7946"}}
+	cfg.Security.Auth = AuthOn
+	cfg.EnsureDefaults()
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "replication between nodes does not authenticate yet") {
+		t.Errorf("cluster with auth on: %v", err)
+	}
+	cfg.Security.Auth, cfg.Catalog = AuthOff, "postgres://h/db"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "shared lake") {
+		t.Errorf("cluster with a shared lake: %v", err)
 	}
 	// A wildcard listen address needs --advertise.
 	c := ClusterConfig{NodeID: "a", Gossip: "127.0.0.1:7946"}

@@ -244,6 +244,15 @@ func (c *Config) Validate() error {
 	if g := c.Cluster.Gossip; g != "" && c.Cluster.GossipKeyFile == "" && exposedAddr(g, "off") != "" && !c.Security.Insecure {
 		errs = append(errs, fmt.Errorf("gossip on %s, which is not a loopback address, needs a shared key: give --gossip-key-file, or --insecure to gossip in the clear knowingly", g))
 	}
+	if c.Cluster.enabled() {
+		// docs/cluster.md, "What is not there yet".
+		if c.Security.required(c.Listen, c.HTTP) {
+			errs = append(errs, errors.New("a cluster node with authentication on: replication between nodes does not authenticate yet; run the cluster with --auth off (and --insecure off loopback) on a trusted network"))
+		}
+		if _, _, ok := c.embeddedLake(); !ok {
+			errs = append(errs, errors.New("a cluster node with a shared lake (--catalog, --warehouse): each node tiers its own replicas into its own embedded lake until tiering is spread over the cluster; leave --catalog and --warehouse at their defaults"))
+		}
+	}
 	return errors.Join(errs...)
 }
 

@@ -36,6 +36,7 @@ type Node struct {
 	httpL   net.Listener
 	mon     *monitor                              // request, ingest and scan counts (monitor.go)
 	members atomic.Pointer[membership.Membership] // nil on a single node (cluster.go)
+	repl    *replication                          // nil on a single node (replication.go)
 	sec     security                              // authentication and TLS (security.go)
 }
 
@@ -107,6 +108,11 @@ func (n *Node) open(ctx context.Context) error {
 	if err := n.openSecurity(ctx); err != nil { // security.go
 		return err
 	}
+	if cfg.Cluster.enabled() {
+		if n.repl, err = newReplication(ctx, cfg, n.members.Load, func() *tables.Store { return n.store }); err != nil {
+			return err
+		}
+	}
 	sync, _ := columnarlog.ParseSyncPolicy(cfg.Sync)
 	start := time.Now()
 	cacheBytes, _ := cfg.cacheBytes()
@@ -116,6 +122,12 @@ func (n *Node) open(ctx context.Context) error {
 		Log:        columnarlog.Options{FS: cfg.LogFS, Sync: sync, Logger: cfg.Logger, OnSync: n.mon.synced, WriterExpiry: cfg.WriterExpiry},
 		Logger:     cfg.Logger,
 		OnWrite:    n.mon.wrote,
+		Replication: func() tables.Replication {
+			if n.repl == nil {
+				return nil // a nil *replication is not a nil interface
+			}
+			return n.repl
+		}(),
 	})
 	if err != nil {
 		return err
@@ -206,6 +218,11 @@ func (n *Node) reportStart() {
 // with Config.Tiering TieringBackground, the tiering loop.
 func (n *Node) Serve(ctx context.Context) error {
 	g := n.flight.GRPCServer(n.grpcOptions()...)
+	if n.repl != nil {
+		if err := n.repl.start(context.WithoutCancel(ctx), g); err != nil {
+			return errors.Join(err, n.close())
+		}
+	}
 	hs := &http.Server{Handler: n.secureHTTP(n.httpHandler()), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 2)
 	go func() { errc <- g.Serve(n.flightL) }()
@@ -270,9 +287,15 @@ func (n *Node) close() error {
 	if n.engine != nil {
 		errs = append(errs, n.engine.Close())
 	}
+	if n.repl != nil {
+		n.repl.shutdown() // no role writes to a log once the tables close
+	}
 	if n.store != nil {
 		n.store.SetLake(nil)
 		errs = append(errs, n.store.Close())
+	}
+	if n.repl != nil {
+		errs = append(errs, n.repl.release())
 	}
 	if c, ok := n.ice.(interface{ Close() error }); ok {
 		errs = append(errs, c.Close())

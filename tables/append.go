@@ -113,6 +113,7 @@ func (a *Appender) Flush(ctx context.Context) error {
 		return err
 	}
 	defer w.end(e)
+	w.sync(e, a.writer.ID, a.t.log)
 	dup, err := w.check(e, a.writer)
 	if err != nil {
 		return fmt.Errorf("write to %s: %w", a.def.FullName(), err)
@@ -141,7 +142,7 @@ func (a *Appender) flush(ctx context.Context) error {
 	if err != nil || rows == 0 {
 		return err
 	}
-	if _, err := a.t.append(a.def, parts); err != nil {
+	if _, err := a.t.append(ctx, a.def, parts); err != nil {
 		return err
 	}
 	a.written += rows
@@ -176,11 +177,29 @@ func (t *Table) Write(ctx context.Context, recs ...arrow.RecordBatch) (int64, er
 
 // append stores one write's encoded batches, one list per bucket, if the
 // table's definition is still def.
-func (t *Table) append(def *catalog.Table, parts [][]columnarlog.Batch) ([][]columnarlog.AppendResult, error) {
+func (t *Table) append(ctx context.Context, def *catalog.Table, parts [][]columnarlog.Batch) ([][]columnarlog.AppendResult, error) {
+	res, err := t.appendLocal(def, parts)
+	if err != nil {
+		return nil, err
+	}
+	// In a cluster the write is acknowledged once the bucket's in-sync
+	// replicas hold it (replication.go); the schema lock is not held
+	// while it waits.
+	if err := t.waitAcked(ctx, def, parts, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// appendLocal stores the write in this node's log.
+func (t *Table) appendLocal(def *catalog.Table, parts [][]columnarlog.Batch) ([][]columnarlog.AppendResult, error) {
 	t.defMu.RLock()
 	defer t.defMu.RUnlock()
 	if cur := t.Def(); cur.SchemaID != def.SchemaID {
 		return nil, fmt.Errorf("write to %s: %w (schema version %d, now %d): nothing was written; retry the write", def.FullName(), ErrSchemaChanged, def.SchemaID, cur.SchemaID)
+	}
+	if err := t.beforeWrite(def, parts); err != nil {
+		return nil, err
 	}
 	res, err := t.log.Append(parts)
 	if err != nil {

@@ -371,6 +371,9 @@ func (p *pkTable) replay(ctx context.Context, lay *pkLayout, b int, from, to int
 
 // close closes the table: its key index, then its log.
 func (t *Table) close() error {
+	if r := t.store.cfg.Replication; r != nil {
+		r.Closing(t.Def())
+	}
 	var err error
 	if t.pk != nil {
 		err = t.pk.close()

@@ -132,7 +132,7 @@ func (t *Table) writePKAs(ctx context.Context, def *catalog.Table, inputs []pkIn
 	if res.changes == 0 {
 		return res, nil
 	}
-	appended, err := t.append(def, parts)
+	appended, err := t.append(ctx, def, parts)
 	if err != nil {
 		return pkResult{}, err
 	}

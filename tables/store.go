@@ -44,6 +44,10 @@ type Config struct {
 	// node's ingest counters). It runs on the writer's goroutine after the
 	// write is durable and must be quick. Default: none.
 	OnWrite func(table string, rows, bytes int64)
+	// Replication, when set, makes every table's bucket logs replicas of
+	// a cluster's buckets (replication.go); the logs are opened with
+	// columnarlog.Options.Replicated. Default none: a single node.
+	Replication Replication
 }
 
 // KeyIndexConfig configures the key indexes of primary-key tables (one
@@ -135,6 +139,7 @@ func Open(ctx context.Context, cat *catalog.Catalog, cfg Config) (*Store, error)
 		cfg.Limits.MaxWriteBytes = 256 << 20
 	}
 	cfg.Log.EnsureDefaults()
+	cfg.Log.Replicated = cfg.Replication != nil
 	if cfg.Log.Logger == nil {
 		cfg.Log.Logger = cfg.Logger
 	}
@@ -227,6 +232,11 @@ func (s *Store) openLog(def *catalog.Table, create bool) (*Table, error) {
 	if def.HasPrimaryKey() {
 		if err := s.openPK(t, dir); err != nil {
 			return nil, errors.Join(err, tl.Close())
+		}
+	}
+	if r := s.cfg.Replication; r != nil {
+		if err := r.Opened(def, tl); err != nil {
+			return nil, errors.Join(err, t.close())
 		}
 	}
 	return t, nil
@@ -340,7 +350,10 @@ func (s *Store) createTable(ctx context.Context, st *catalog.CreateTable) error 
 		s.mu.Lock()
 		s.open[def.ID] = t
 		s.mu.Unlock()
-		if h := s.ddlHook(); h != nil {
+		if r := s.cfg.Replication; r != nil {
+			err = r.Created(ctx, def)
+		}
+		if h := s.ddlHook(); h != nil && err == nil {
 			err = h.TableCreated(ctx, def)
 		}
 	}
@@ -453,6 +466,9 @@ func (s *Store) drop(ctx context.Context, ids []int64, commit func() ([]*catalog
 	for _, def := range defs {
 		delete(retired, def.ID)
 		s.removeDropped(def.ID)
+		if r := s.cfg.Replication; r != nil {
+			errs = append(errs, r.Dropped(ctx, def))
+		}
 		if h := s.ddlHook(); h != nil {
 			errs = append(errs, h.TableDropped(ctx, def))
 		}

@@ -89,7 +89,7 @@ func (t *Table) encode(ctx context.Context, def *catalog.Table, recs []arrow.Rec
 		rows += rec.NumRows()
 		if assigner == nil {
 			rec.Retain()
-			jobs = append(jobs, job{int(t.rr.Add(1) % uint64(n)), rec})
+			jobs = append(jobs, job{t.bucketFor(n), rec})
 			continue
 		}
 		ids = assigner.Assign(rec, ids[:0])

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lakestream/lakestream/columnarlog"
@@ -49,6 +50,11 @@ var (
 type writers struct {
 	expiry time.Duration
 	now    func() time.Time
+	// gen counts the times the log gained writes this node did not make
+	// (in a cluster: it became a bucket's leader after following, and its
+	// log holds the former leader's writes). An entry synced at an older
+	// generation is read again from the log before its next call.
+	gen atomic.Int64
 
 	mu struct {
 		sync.Mutex
@@ -72,6 +78,7 @@ type writerEntry struct {
 	// stored nothing since are not in it, so the next call may skip ahead.
 	recovered bool
 	last      int64 // Unix microseconds of the last call acknowledged
+	gen       int64 // writers.gen when the entry was last read from the log; -1: never
 }
 
 func newWriters(fromLog map[int64]columnarlog.WriterState, expiry time.Duration, now func() time.Time) *writers {
@@ -79,14 +86,37 @@ func newWriters(fromLog map[int64]columnarlog.WriterState, expiry time.Duration,
 	w.mu.m = make(map[int64]*writerEntry, len(fromLog))
 	for id, st := range fromLog {
 		e := newWriterEntry()
-		e.known, e.seq, e.recovered, e.last = true, st.Seq, true, st.Timestamp
+		e.known, e.seq, e.recovered, e.last, e.gen = true, st.Seq, true, st.Timestamp, 0
 		w.mu.m[id] = e
 	}
 	return w
 }
 
+// logChanged says that the log gained writes of writers that this node
+// did not see (replication.go): each writer's state is read from the log
+// again before its next call.
+func (w *writers) logChanged() { w.gen.Add(1) }
+
+// sync reads the writer's state from the log when the log changed since
+// the entry last did (or the entry is new and the log may hold the writer
+// from another node), holding the writer's turn. On a single node the
+// log holds nothing the entries do not know, and the read finds the same.
+func (w *writers) sync(e *writerEntry, id int64, log *columnarlog.TableLog) {
+	gen := w.gen.Load()
+	if e.gen == gen {
+		return
+	}
+	// The log is the truth for every call that stored rows; a call that
+	// stored nothing is known in memory only, and the recovered state lets
+	// the next call skip past it, as after a restart.
+	if st, ok := log.Writer(id); ok {
+		e.known, e.seq, e.recovered, e.last = true, st.Seq, true, st.Timestamp
+	}
+	e.gen = gen
+}
+
 func newWriterEntry() *writerEntry {
-	e := &writerEntry{turn: make(chan struct{}, 1)}
+	e := &writerEntry{turn: make(chan struct{}, 1), gen: -1}
 	e.turn <- struct{}{}
 	return e
 }

@@ -1,0 +1,388 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/lakestream/lakestream/catalog"
+	"github.com/lakestream/lakestream/cluster"
+	"github.com/lakestream/lakestream/cluster/meta"
+	"github.com/lakestream/lakestream/columnarlog"
+	"github.com/lakestream/lakestream/membership"
+	"github.com/lakestream/lakestream/tables"
+)
+
+// Defaults of the replication of a cluster's buckets (docs/cluster.md).
+const (
+	defaultBucketReplicas = 3 // bucket.replicas
+	defaultMinInsync      = 2 // min.insync.replicas
+	// watchEvery is how often a node polls the metadata store's change
+	// counter for new assignments.
+	watchEvery = 50 * time.Millisecond
+	// checkpointEvery is how often the high watermarks are written to
+	// disk: a follower that restarts starts from its checkpoint, and
+	// learns the rest from its leader.
+	checkpointEvery = time.Second
+)
+
+// replication is the node's part of the cluster's data plane
+// (docs/cluster.md): it holds a replica of each bucket of every table,
+// runs the role the metadata store assigns it (leader or follower), takes
+// part in the controller's election, and answers the tables' questions
+// before and after each write (tables.Replication).
+type replication struct {
+	self    string
+	store   meta.Store
+	reps    *cluster.Replicas
+	tr      *cluster.GRPCTransport
+	members func() *membership.Membership // nil until gossip starts
+	tables  func() *tables.Store          // nil until the tables are open
+	logger  *slog.Logger
+
+	mu   sync.Mutex
+	logs map[int64]openTable // by table id
+
+	stop func() // ends the background loops and waits for them
+}
+
+type openTable struct {
+	def *catalog.Table
+	log *columnarlog.TableLog
+}
+
+// metaURI is the metadata store: the --meta value, or the embedded SQLite
+// file in the data directory.
+func (c *Config) metaURI() string {
+	if c.Cluster.Meta != "" {
+		return c.Cluster.Meta
+	}
+	return "sqlite://" + filepath.Join(c.DataDir, "cluster.db")
+}
+
+// openMetaStore opens the metadata store that uri names: postgres:// or
+// postgresql:// for a PostgreSQL database, sqlite:// for a file.
+func openMetaStore(ctx context.Context, uri string) (meta.Store, error) {
+	switch {
+	case strings.HasPrefix(uri, "postgres://"), strings.HasPrefix(uri, "postgresql://"):
+		return meta.OpenPostgres(ctx, uri)
+	case strings.HasPrefix(uri, "sqlite://"):
+		return meta.OpenSQLite(strings.TrimPrefix(uri, "sqlite://"))
+	}
+	return nil, fmt.Errorf("metadata store %q: want postgres://… or sqlite://…", uri)
+}
+
+// newReplication opens the metadata store and the node's replicas; nothing
+// runs until start.
+func newReplication(ctx context.Context, cfg Config, members func() *membership.Membership, tableStore func() *tables.Store) (*replication, error) {
+	store, err := openMetaStore(ctx, cfg.metaURI())
+	if err != nil {
+		return nil, fmt.Errorf("cluster metadata: %w", err)
+	}
+	tr := cluster.NewGRPCTransport(grpc.WithTransportCredentials(insecure.NewCredentials()))
+	r := &replication{self: cfg.Cluster.NodeID, store: store, tr: tr, members: members, tables: tableStore, logger: cfg.Logger, logs: map[int64]openTable{}}
+	r.reps, err = cluster.NewReplicas(cluster.Config{NodeID: cfg.Cluster.NodeID, Logger: cfg.Logger}, tr, cluster.StoreISRChange(store, cfg.Cluster.NodeID))
+	if err != nil {
+		return nil, errors.Join(err, tr.Close(), closeStore(store))
+	}
+	return r, nil
+}
+
+func closeStore(s meta.Store) error {
+	if c, ok := s.(interface{ Close() error }); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// start places the buckets of tables that have none in the store (tables
+// of the node from before it joined a cluster), then runs the controller
+// (elections and in-sync set changes, on the node that holds the
+// controller lease), the watch that applies the store's assignments to
+// this node's replicas, and the high-watermark checkpoints; it serves
+// replication on g.
+func (r *replication) start(ctx context.Context, g *grpc.Server) error {
+	r.mu.Lock()
+	defs := make([]*catalog.Table, 0, len(r.logs))
+	for _, t := range r.logs {
+		defs = append(defs, t.def)
+	}
+	r.mu.Unlock()
+	for _, def := range defs {
+		have, err := r.store.Buckets(ctx, def.ID)
+		if err != nil && !errors.Is(err, meta.ErrNotFound) {
+			return fmt.Errorf("cluster metadata: %w", err)
+		}
+		if len(have) == 0 {
+			if err := r.Created(ctx, def); err != nil {
+				return err
+			}
+		}
+	}
+	cluster.Register(g, r.reps)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	run := func(f func(context.Context)) {
+		wg.Add(1)
+		go func() { defer wg.Done(); f(ctx) }()
+	}
+	ctl := &cluster.Controller{Self: r.self, Store: r.store, Alive: r.alive, Logger: r.logger}
+	run(ctl.Run)
+	run(func(ctx context.Context) { cluster.Watch(ctx, r.store, r.reps, r.minInsync, r.addr, watchEvery) })
+	run(r.checkpoints)
+	r.stop = func() { cancel(); wg.Wait() }
+	return nil
+}
+
+// shutdown stops the loops and every replica's role, then checkpoints the
+// high watermarks (the tables close after it).
+func (r *replication) shutdown() {
+	if r.stop != nil {
+		r.stop()
+		r.stop = nil
+	}
+	r.reps.Close()
+	r.checkpoint()
+}
+
+// release closes the transport and the metadata store, once the tables
+// are closed.
+func (r *replication) release() error {
+	return errors.Join(r.tr.Close(), closeStore(r.store))
+}
+
+// alive says whether a node is alive or suspect as gossip sees it; this
+// node is alive.
+func (r *replication) alive(id string) bool {
+	if id == r.self {
+		return true
+	}
+	m := r.members()
+	if m == nil {
+		return false
+	}
+	for _, mb := range m.Live() {
+		if mb.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// addr is a node's replication address: its advertised Flight address.
+func (r *replication) addr(id string) string {
+	m := r.members()
+	if m == nil {
+		return ""
+	}
+	for _, mb := range m.Members() {
+		if mb.ID == id {
+			return mb.Flight
+		}
+	}
+	return ""
+}
+
+// minInsync is a bucket's min.insync.replicas: the table's option, else
+// 2, at most its replicas (a bucket placed on one node when one node was
+// alive takes writes).
+func (r *replication) minInsync(b meta.Bucket) int {
+	n := defaultMinInsync
+	r.mu.Lock()
+	t, ok := r.logs[b.Key.TableID]
+	r.mu.Unlock()
+	if ok && t.def.Options.MinInsyncReplicas > 0 {
+		return t.def.Options.MinInsyncReplicas // as the table says, even if it can never be met
+	}
+	return min(n, len(b.Replicas))
+}
+
+// checkpoints writes the high watermarks every checkpointEvery.
+func (r *replication) checkpoints(ctx context.Context) {
+	tick := time.NewTicker(checkpointEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			r.checkpoint()
+		}
+	}
+}
+
+func (r *replication) checkpoint() {
+	r.mu.Lock()
+	logs := make([]openTable, 0, len(r.logs))
+	for _, t := range r.logs {
+		logs = append(logs, t)
+	}
+	r.mu.Unlock()
+	for _, t := range logs {
+		if err := t.log.CheckpointHighWatermarks(); err != nil && !errors.Is(err, columnarlog.ErrClosed) {
+			r.logger.Warn("checkpoint high watermarks", "table", t.def.FullName(), "error", err)
+		}
+	}
+}
+
+func ref(tableID int64, b int) cluster.BucketRef {
+	return cluster.BucketRef{TableID: tableID, Bucket: int32(b)}
+}
+
+// Opened registers each bucket of the table's log as a replica; its role
+// comes with the store's assignment.
+func (r *replication) Opened(def *catalog.Table, log *columnarlog.TableLog) error {
+	if def.HasPrimaryKey() {
+		return fmt.Errorf("table %s has a primary key: primary-key tables are not replicated yet (docs/cluster.md)", def.FullName())
+	}
+	var errs []error
+	for b := range log.Buckets() {
+		errs = append(errs, r.reps.Add(ref(def.ID, b), leaderLog{cluster.BucketLog(log, b), def.ID, r}))
+	}
+	if err := errors.Join(errs...); err != nil {
+		for b := range log.Buckets() {
+			r.reps.Remove(ref(def.ID, b))
+		}
+		return err
+	}
+	r.mu.Lock()
+	r.logs[def.ID] = openTable{def, log}
+	r.mu.Unlock()
+	return nil
+}
+
+// leaderLog is a bucket's log that tells its table when the node becomes
+// the bucket's leader: the log then holds writes the former leader
+// acknowledged, whose idempotent writers the table reads again
+// (tables.Table.LogChanged).
+type leaderLog struct {
+	cluster.Log
+	tableID int64
+	r       *replication
+}
+
+func (l leaderLog) BecomeLeader(epoch int32) error {
+	if err := l.Log.BecomeLeader(epoch); err != nil {
+		return err
+	}
+	if s := l.r.tables(); s != nil {
+		if t, err := s.ByID(context.Background(), l.tableID); err == nil {
+			t.LogChanged()
+		}
+	}
+	return nil
+}
+
+// Closing stops the table's buckets' roles.
+func (r *replication) Closing(def *catalog.Table) {
+	r.mu.Lock()
+	t, ok := r.logs[def.ID]
+	delete(r.logs, def.ID)
+	r.mu.Unlock()
+	if !ok {
+		return
+	}
+	for b := range t.log.Buckets() {
+		r.reps.Remove(ref(def.ID, b))
+	}
+	if err := t.log.CheckpointHighWatermarks(); err != nil {
+		r.logger.Warn("checkpoint high watermarks", "table", def.FullName(), "error", err)
+	}
+}
+
+// Created places the new table's buckets over the live nodes and stores
+// them, then applies this node's assignments at once, so that a write
+// right after CREATE TABLE finds its leader.
+func (r *replication) Created(ctx context.Context, def *catalog.Table) error {
+	var nodes []membership.Node
+	if m := r.members(); m != nil {
+		for _, mb := range m.Live() {
+			nodes = append(nodes, membership.Node{ID: mb.ID, Rack: mb.Rack})
+		}
+	} else {
+		nodes = []membership.Node{{ID: r.self}}
+	}
+	n := def.Options.BucketReplicas
+	if n == 0 {
+		n = defaultBucketReplicas
+	}
+	buckets := make([]meta.Bucket, def.Options.BucketNum)
+	for b := range buckets {
+		buckets[b] = cluster.Place(ref(def.ID, b), n, nodes)
+	}
+	err := r.store.CreateBuckets(ctx, buckets)
+	if err != nil && !errors.Is(err, meta.ErrExists) { // ErrExists: another node placed them
+		return fmt.Errorf("place the buckets of %s: %w", def.FullName(), err)
+	}
+	stored, err := r.store.Buckets(ctx, def.ID)
+	if err != nil {
+		return fmt.Errorf("place the buckets of %s: %w", def.FullName(), err)
+	}
+	var errs []error
+	for _, b := range stored {
+		for _, id := range b.Replicas {
+			if id == r.self {
+				errs = append(errs, r.reps.Apply(cluster.AssignmentOf(b, r.minInsync(b), r.addr)))
+			}
+		}
+	}
+	r.logger.Info("table buckets placed", "table", def.FullName(), "buckets", len(stored), "replicas", n)
+	return errors.Join(errs...)
+}
+
+// Dropped removes the table's buckets from the store.
+func (r *replication) Dropped(ctx context.Context, def *catalog.Table) error {
+	if err := r.store.DeleteTable(ctx, def.ID); err != nil && !errors.Is(err, meta.ErrNotFound) {
+		return fmt.Errorf("remove the buckets of %s: %w", def.FullName(), err)
+	}
+	return nil
+}
+
+// Leads says whether this node leads the bucket.
+func (r *replication) Leads(tableID int64, b int) bool {
+	a, ok := r.reps.Role(ref(tableID, b))
+	return ok && a.Leader == r.self
+}
+
+// BeforeWrite refuses a write this node cannot take, naming the bucket's
+// leader when another node leads it.
+func (r *replication) BeforeWrite(tableID int64, b int) error {
+	if err := r.reps.BeforeWrite(ref(tableID, b)); err != nil {
+		return r.unavailable(tableID, b, err)
+	}
+	return nil
+}
+
+// WaitAcked waits until the bucket's in-sync replicas hold the write.
+func (r *replication) WaitAcked(ctx context.Context, tableID int64, b int, end int64) error {
+	if err := r.reps.WaitAcked(ctx, ref(tableID, b), end); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		return r.unavailable(tableID, b, err)
+	}
+	return nil
+}
+
+// unavailable wraps a refusal of the cluster as tables.ErrReplicaUnavailable,
+// with where the bucket's leader is, as far as this node knows.
+func (r *replication) unavailable(tableID int64, b int, err error) error {
+	a, ok := r.reps.Role(ref(tableID, b))
+	switch {
+	case !ok:
+		return fmt.Errorf("%w: %w (this node has no assignment for the bucket yet)", tables.ErrReplicaUnavailable, err)
+	case a.Leader == "":
+		return fmt.Errorf("%w: %w (the bucket has no leader now: no in-sync replica is alive)", tables.ErrReplicaUnavailable, err)
+	case a.Leader != r.self:
+		return fmt.Errorf("%w: %w (its leader is node %s at %s)", tables.ErrReplicaUnavailable, err, a.Leader, a.LeaderAddr)
+	}
+	return fmt.Errorf("%w: %w", tables.ErrReplicaUnavailable, err)
+}

@@ -1,0 +1,228 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/lakestream/lakestream/cluster"
+	"github.com/lakestream/lakestream/cluster/meta"
+	"github.com/lakestream/lakestream/columnarlog"
+)
+
+// testCluster is nodes of one process sharing a metadata store (a SQLite
+// file: nodes on one host may share one).
+type testCluster struct {
+	t     *testing.T
+	meta  string
+	seed  string
+	nodes map[string]*clusterNode
+}
+
+type clusterNode struct {
+	n    *Node
+	stop context.CancelFunc
+	done chan error
+}
+
+func newTestCluster(t *testing.T, ids ...string) *testCluster {
+	c := &testCluster{t: t, meta: "sqlite://" + filepath.Join(t.TempDir(), "meta.db"), nodes: map[string]*clusterNode{}}
+	for _, id := range ids {
+		c.start(id, t.TempDir())
+	}
+	c.waitMembers(len(ids))
+	return c
+}
+
+func (c *testCluster) start(id, dir string) *clusterNode {
+	cfg := quietConfig(dir)
+	cfg.Cluster = ClusterConfig{NodeID: id, Gossip: freeLoopbackAddr(c.t), GossipTiming: "local", Meta: c.meta}
+	if c.seed != "" {
+		cfg.Cluster.Join = []string{c.seed}
+	} else {
+		c.seed = cfg.Cluster.Gossip
+	}
+	n, stop, done := startNodeWith(c.t, cfg)
+	cn := &clusterNode{n, stop, done}
+	c.nodes[id] = cn
+	c.t.Cleanup(stop)
+	return cn
+}
+
+// waitMembers waits until every running node sees want members alive.
+func (c *testCluster) waitMembers(want int) {
+	waitUntil(c.t, func() bool {
+		for _, cn := range c.nodes {
+			if len(cn.n.Members().Live()) != want {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// exec runs DDL on every node: each has a catalog of its own today, and
+// the same statements give the same table ids.
+func (c *testCluster) exec(sqls ...string) {
+	for _, id := range []string{"n1", "n2", "n3"} {
+		if cn := c.nodes[id]; cn != nil {
+			mustExec(c.t, client(c.t, cn.n.Addr()), sqls...)
+		}
+	}
+}
+
+// bucket is the stored state of bucket 0 of table 1.
+func (c *testCluster) bucket(on string) meta.Bucket {
+	b, err := c.nodes[on].n.repl.store.Bucket(context.Background(), cluster.BucketRef{TableID: 1})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return b
+}
+
+// A write on a bucket's leader is acknowledged once the in-sync replicas
+// hold it, every replica then holds the same bytes and serves the rows, a
+// write on a follower is refused naming the leader, and when the leader
+// leaves, another replica leads and no acknowledged row is lost.
+func TestClusterReplicatesWrites(t *testing.T) {
+	c := newTestCluster(t, "n1", "n2", "n3")
+	c.exec("CREATE TABLE t (id BIGINT, v VARCHAR) WITH ('bucket.num' = '1')")
+	b := c.bucket("n1")
+	if len(b.Replicas) != 3 || len(b.ISR) != 3 || b.Leader == "" {
+		t.Fatalf("bucket placed as %+v: want 3 replicas, all in sync, one leading", b)
+	}
+	t.Logf("bucket placed: %+v", b)
+	leader := c.nodes[b.Leader]
+	var followers []string
+	for _, id := range b.Replicas {
+		if id != b.Leader {
+			followers = append(followers, id)
+		}
+	}
+	acked := 0
+	for i := range 20 {
+		mustExec(t, client(t, leader.n.Addr()), fmt.Sprintf("INSERT INTO t SELECT range + %d, 'v' FROM range(10)", i*10))
+		acked += 10
+	}
+	// Acknowledged: at least min.insync.replicas (2) hold it; soon all do,
+	// and each serves every row (reads stop at the high watermark).
+	for _, id := range followers {
+		cl := client(t, c.nodes[id].n.Addr())
+		waitUntil(t, func() bool { return queryInt64(t, cl, "SELECT count(*) FROM t") == int64(acked) })
+	}
+	// An idempotent writer's call, acknowledged by the leader.
+	idem := func(seq int32) context.Context {
+		return metadata.AppendToOutgoingContext(context.Background(), "lakestream-writer-id", "77", "lakestream-writer-seq", strconv.Itoa(int(seq)))
+	}
+	if _, err := client(t, leader.n.Addr()).ExecuteUpdate(idem(0), "INSERT INTO t SELECT range + 500, 'i' FROM range(3)"); err != nil {
+		t.Fatal(err)
+	}
+	acked += 3
+	for _, id := range followers {
+		cl := client(t, c.nodes[id].n.Addr())
+		waitUntil(t, func() bool { return queryInt64(t, cl, "SELECT count(*) FROM t") == int64(acked) })
+	}
+	c.sameBytes(b.Replicas)
+
+	// A follower refuses a write, naming the leader.
+	_, err := client(t, c.nodes[followers[0]].n.Addr()).ExecuteUpdate(context.Background(), "INSERT INTO t VALUES (-1, 'x')")
+	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "its leader is node "+b.Leader) {
+		t.Fatalf("write on a follower: %v; want Unavailable naming leader %s", err, b.Leader)
+	}
+
+	// The leader leaves; a follower leads at a higher epoch and takes
+	// writes; nothing acknowledged is lost.
+	leader.stop()
+	if err := <-leader.done; err != nil {
+		t.Fatal(err)
+	}
+	delete(c.nodes, b.Leader)
+	var next meta.Bucket
+	waitUntil(t, func() bool {
+		next = c.bucket(followers[0])
+		return next.Leader != "" && next.Leader != b.Leader
+	})
+	t.Logf("after %s left: %+v", b.Leader, next)
+	if next.Epoch <= b.Epoch {
+		t.Fatalf("new leader at epoch %d, the old one's was %d", next.Epoch, b.Epoch)
+	}
+	// The new leader may refuse writes until it has applied its
+	// assignment; a client retries an Unavailable.
+	waitUntil(t, func() bool {
+		_, err := client(t, c.nodes[next.Leader].n.Addr()).ExecuteUpdate(context.Background(), "INSERT INTO t SELECT range + 1000, 'w' FROM range(5)")
+		return err == nil
+	})
+	acked += 5
+	// The writer's retry of its acknowledged call, sent to the new leader
+	// (as a client does that did not hear the answer), stores nothing; its
+	// next call stores its rows.
+	newLeader := client(t, c.nodes[next.Leader].n.Addr())
+	if _, err := newLeader.ExecuteUpdate(idem(0), "INSERT INTO t SELECT range + 500, 'i' FROM range(3)"); err != nil {
+		t.Fatalf("retry on the new leader: %v", err)
+	}
+	if _, err := newLeader.ExecuteUpdate(idem(1), "INSERT INTO t SELECT range + 600, 'i' FROM range(2)"); err != nil {
+		t.Fatal(err)
+	}
+	acked += 2
+	for _, id := range followers {
+		cl := client(t, c.nodes[id].n.Addr())
+		waitUntil(t, func() bool { return queryInt64(t, cl, "SELECT count(*) FROM t") >= int64(acked) })
+		if got := queryRows(t, cl, "SELECT count(*), count(DISTINCT id) FROM t"); got[0] != fmt.Sprintf("%d|%d", acked, acked) {
+			t.Fatalf("%s: rows|distinct ids %s, want %d of each", id, got[0], acked)
+		}
+	}
+	c.sameBytes(followers)
+}
+
+// sameBytes checks that the replicas on the nodes ids hold the same bytes
+// at the same offsets up to the least high watermark.
+func (c *testCluster) sameBytes(ids []string) {
+	c.t.Helper()
+	var want []byte
+	var wantFrom string
+	hw := int64(-1)
+	logs := map[string]cluster.Log{}
+	for _, id := range ids {
+		tb, err := c.nodes[id].n.Tables().ByID(context.Background(), 1)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		l := cluster.BucketLog(tb.Log(), 0)
+		logs[id] = l
+		if h := l.HighWatermark(); hw < 0 || h < hw {
+			hw = h
+		}
+	}
+	for _, id := range ids {
+		var got []byte
+		for from := int64(0); from < hw; {
+			b, err := logs[id].Read(from, 1<<20)
+			if err != nil {
+				c.t.Fatalf("%s: read from %d: %v", id, from, err)
+			}
+			if len(b) == 0 {
+				c.t.Fatalf("%s: nothing from %d below the watermark %d", id, from, hw)
+			}
+			for rest := b; len(rest) > 0; {
+				batch := columnarlog.Batch(rest)
+				from, rest = batch.NextOffset(), rest[batch.Size():]
+			}
+			got = append(got, b...)
+		}
+		if want == nil {
+			want, wantFrom = got, id
+			continue
+		}
+		if !bytes.Equal(got, want) {
+			c.t.Fatalf("replicas %s and %s differ below the high watermark %d (%d and %d bytes)", wantFrom, id, hw, len(want), len(got))
+		}
+	}
+}
