@@ -222,6 +222,31 @@ func (c *Catalog) SetOwner(ctx context.Context, o Object, user int64) error {
 	})
 }
 
+// ForgetDatabase deletes the privileges granted on database db as a
+// whole, once it is dropped: a database of that name created later is
+// another, which they must not reach. (Tables and views need no such
+// step: their privileges name them by id.)
+func (c *Catalog) ForgetDatabase(ctx context.Context, db string) error {
+	return c.write(ctx, func(w *change) error {
+		o := DatabaseObject(db)
+		next := w.grants.clone()
+		for k := range next.privs {
+			if k.object == o {
+				delete(next.privs, k)
+			}
+		}
+		if len(next.privs) == len(w.grants.privs) {
+			return nil
+		}
+		w.what = "forget the privileges on " + o.String()
+		if err := w.exec(`DELETE FROM privileges WHERE object_kind = ? AND db = ?`, string(ObjectDatabase), o.DB); err != nil {
+			return err
+		}
+		w.nextGrants = next
+		return nil
+	})
+}
+
 func b2i(b bool) int64 {
 	if b {
 		return 1

@@ -237,6 +237,22 @@ func testGrantsOwnerAndRecreate(t *testing.T, b backend) {
 	if got := c.Grants().Held(u.ID, TableObject(res.Table)); got != 0 {
 		t.Fatalf("the table made again: alice holds %q", got)
 	}
+	st, _ = Parse("CREATE DATABASE d")
+	if _, err := c.Exec(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.GrantPrivileges(ctx, Principal{ID: u.ID}, []Object{DatabaseObject("d")}, PrivSelect); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ForgetDatabase(ctx, "d"); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Grants().Held(u.ID, DatabaseObject("d")); got != 0 {
+		t.Fatalf("a dropped database's privileges: held %q", got)
+	}
+	if got := c.Grants().Held(u.ID, DatabaseObject("")); got != PrivCreate {
+		t.Fatalf("forgetting d took the default database's privileges: held %q", got)
+	}
 	if _, _, err := c.CreateUser(ctx, "r", "h", false, false); err != nil {
 		t.Fatal(err)
 	}

@@ -57,6 +57,9 @@ func (s *Server) execDDL(ctx context.Context, stmt catalog.Statement) (int64, er
 	if !ok {
 		err = s.store.Exec(ctx, stmt)
 	}
+	if drop, ok := stmt.(*catalog.DropDatabase); ok && err == nil {
+		return n, cat.ForgetDatabase(context.WithoutCancel(ctx), drop.Name)
+	}
 	if err != nil || created == nil {
 		return n, err
 	}
