@@ -32,6 +32,9 @@ func (s *Server) authUnary(ctx context.Context, req any, info *grpc.UnaryServerI
 	if err != nil {
 		return nil, err
 	}
+	if err := authorizeMethod(ctx, info.FullMethod); err != nil { // authorize.go
+		return nil, toStatus(err)
+	}
 	if issued != "" {
 		_ = grpc.SetHeader(ctx, metadata.Pairs(authHeader, "Bearer "+issued))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"strings"
 
 	"github.com/lakestream/lakestream/auth"
 	"github.com/lakestream/lakestream/catalog"
@@ -241,4 +242,22 @@ func (s *Server) authorizeTicket(ctx context.Context, tk *ticket) error {
 // stream already open.
 func (s *Server) authorizeFollow(ctx context.Context, t *tables.Table) error {
 	return auth.AuthorizeObject(ctx, s.store.Catalog(), catalog.PrivSelect, catalog.TableObject(t.Def()))
+}
+
+// replicationService is the prefix of the cluster's replication methods
+// (package cluster), served on the same gRPC server: they read and write
+// buckets' logs directly, beneath every table privilege.
+const replicationService = "/lakestream.replication.v1.Replication/"
+
+// authorizeMethod keeps the methods that are no client's to a superuser:
+// a user with credentials calling the replication service's Fetch would
+// read any table's log without SELECT.
+func authorizeMethod(ctx context.Context, method string) error {
+	if !strings.HasPrefix(method, replicationService) {
+		return nil
+	}
+	if id, ok := auth.FromContext(ctx); ok && id.Superuser {
+		return nil
+	}
+	return fmt.Errorf("%w: %s is the cluster's replication service: only a superuser may call it", auth.ErrPermissionDenied, method)
 }
