@@ -81,22 +81,24 @@ func Visible(ctx context.Context, objs Objects, o catalog.Object) bool {
 
 // Resolve returns the object db.name names: a table, a view, the table of
 // a layer ("t$lake", "t$changelog", "t$binlog": no table name holds a
-// "$"), or a system table. ok is false if it names nothing.
+// "$"), or else, in the lakestream database, a system table (by name: they
+// are not in the catalog). ok is false if it names nothing.
 func Resolve(ctx context.Context, objs Objects, db, name string) (catalog.Object, bool) {
 	if db == "" {
 		db = catalog.DefaultDatabase
 	}
-	if strings.EqualFold(db, catalog.SystemDatabase) {
-		return catalog.SystemObject(name), true
-	}
+	base := name
 	if i := strings.IndexByte(name, '$'); i > 0 {
-		name = name[:i]
+		base = name[:i]
 	}
-	if t, err := objs.Table(ctx, db, name); err == nil {
+	if t, err := objs.Table(ctx, db, base); err == nil {
 		return catalog.TableObject(t), true
 	}
-	if v, err := objs.View(ctx, db, name); err == nil {
+	if v, err := objs.View(ctx, db, base); err == nil {
 		return catalog.ViewObject(v), true
+	}
+	if strings.EqualFold(db, catalog.SystemDatabase) {
+		return catalog.SystemObject(name), true
 	}
 	return catalog.Object{}, false
 }
