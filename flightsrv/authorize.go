@@ -41,11 +41,11 @@ func (s *Server) visibleName(ctx context.Context, db, name string) bool {
 	return ok && s.visible(ctx, o)
 }
 
-// execDDL applies a DDL statement as the caller: roles and privileges
+// applyDDL applies a DDL statement as the caller: roles and privileges
 // (auth.ExecGrants), users (auth.Service.Exec), and the rest once the
 // caller may (authorizeDDL); the creator of a table or view becomes its
 // owner.
-func (s *Server) execDDL(ctx context.Context, stmt catalog.Statement) (int64, error) {
+func (s *Server) applyDDL(ctx context.Context, stmt catalog.Statement) (int64, error) {
 	cat := s.store.Catalog()
 	if ok, err := auth.ExecGrants(ctx, cat, stmt); ok {
 		return 0, err

@@ -57,7 +57,7 @@ func (s *Server) DoPutCommandStatementUpdate(ctx context.Context, cmd flightsql.
 func (s *Server) execUpdate(ctx context.Context, st *planner.Statement, argRows [][]any) (int64, error) {
 	switch st.Kind {
 	case planner.KindDDL:
-		return s.execDDL(ctx, st.DDL) // authorize.go
+		return s.applyDDL(ctx, st.DDL) // authorize.go
 	case planner.KindInsert:
 		return s.execInsert(ctx, st.Insert, argRows)
 	case planner.KindDelete:
