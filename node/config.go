@@ -336,7 +336,8 @@ func (c *Config) metaPath() string { return filepath.Join(c.DataDir, "catalog.db
 // tieringConfig configures the tiering service; reloc is the start-up
 // relocation of an embedded lake, or nil.
 func (c *Config) tieringConfig(reloc *tiering.Relocation) tiering.Config {
-	return tiering.Config{Maintenance: c.LakeMaintenance, Relocation: reloc, Logger: c.Logger}
+	return tiering.Config{Maintenance: c.LakeMaintenance, Relocation: reloc, Logger: c.Logger,
+		NodeLake: c.Cluster.enabled() && catalog.IsPostgresURL(c.Cluster.Meta)}
 }
 
 // embeddedLake says whether the lake is the embedded one that moves with

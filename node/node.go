@@ -37,7 +37,10 @@ type Node struct {
 	mon     *monitor                              // request, ingest and scan counts (monitor.go)
 	members atomic.Pointer[membership.Membership] // nil on a single node (cluster.go)
 	repl    *replication                          // nil on a single node (replication.go)
-	sec     security                              // authentication and TLS (security.go)
+	// catChanged is signalled when another node changed the shared
+	// catalog; nil without one (replication.go).
+	catChanged chan struct{}
+	sec        security // authentication and TLS (security.go)
 }
 
 // Addr is the Flight SQL listen address (useful with port 0).
@@ -99,12 +102,12 @@ func (n *Node) open(ctx context.Context) error {
 		return fmt.Errorf("data dir: %w", err)
 	}
 	began := time.Now()
-	cat, err := catalog.Open(ctx, cfg.metaPath(), catalog.Config{DefaultBucketNum: cfg.DefaultBuckets})
+	cat, where, err := n.openCatalog(ctx)
 	if err != nil {
 		return err
 	}
 	n.cat = cat
-	cfg.Logger.Info("catalog opened", "path", cfg.metaPath(), "elapsed", time.Since(began).Round(time.Millisecond))
+	cfg.Logger.Info("catalog opened", "path", where, "elapsed", time.Since(began).Round(time.Millisecond))
 	if err := n.openSecurity(ctx); err != nil { // security.go
 		return err
 	}
@@ -223,6 +226,8 @@ func (n *Node) Serve(ctx context.Context) error {
 			return errors.Join(err, n.close())
 		}
 	}
+	bg, stopBG := context.WithCancel(context.Background())
+	syncDone := n.followCatalog(bg) // replication.go
 	hs := &http.Server{Handler: n.secureHTTP(n.httpHandler()), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 2)
 	go func() { errc <- g.Serve(n.flightL) }()
@@ -233,7 +238,6 @@ func (n *Node) Serve(ctx context.Context) error {
 			}
 		}()
 	}
-	bg, stopBG := context.WithCancel(context.Background())
 	go n.flight.Expire(bg)
 	go n.mon.run(bg)
 	go n.store.RunRetention(bg, n.cfg.RetentionCheck)
@@ -254,6 +258,7 @@ func (n *Node) Serve(ctx context.Context) error {
 	// Leave first: the others see this node go as left, not failed.
 	leaveErr := n.leaveCluster()
 	stopBG()
+	<-syncDone
 	<-lakeDone // a round in progress ends; an uncommitted one is redone at start
 	n.flight.Shutdown()
 	stopped := make(chan struct{})
