@@ -1,0 +1,156 @@
+package duck
+
+import (
+	"fmt"
+	"time"
+)
+
+// The per-statement memory limit (Options.QueryMemoryLimit).
+//
+// DuckDB 1.5 bounds memory per database only (memory_limit): one statement
+// can take all of it, and then every other statement's allocations fail
+// too. Its buffer manager reports what it holds per tag (duckdb_memory()),
+// never per statement or connection, and a statement's profile is ready
+// only once it has finished. (DuckDB 2.0 adds a per-connection
+// operator_memory_limit; this engine embeds 1.5.) So the engine estimates
+// each statement's share and stops the one over the limit before the
+// database as a whole runs out:
+//
+//   - A watchdog samples the memory DuckDB holds every MemoryCheckEvery.
+//   - Growth since the last sample is shared among the statements running,
+//     each weighted by the part of the interval it ran: a statement that
+//     started just now is charged little, one that ran throughout fully.
+//   - A decrease lowers every charge in proportion to it; when a statement
+//     ends, its charge is what it is expected to free.
+//   - The statement with the largest charge, if over the limit, is stopped
+//     (interrupted, its stream fails with *QueryMemoryError); one a sample.
+//
+// The estimate is exact for a statement running alone and for one heavy
+// statement next to short ones, the case the limit is for (a memory bomb
+// next to other clients' point queries and scans). Two long statements
+// that run side by side from the same moment share their growth equally,
+// so the limit may stop the lighter one; MemoryLimit stays the hard bound
+// either way. docs/security.md ("Resource limits") says so for operators.
+
+// QueryMemoryError is the error of a statement stopped for holding more
+// than Options.QueryMemoryLimit.
+type QueryMemoryError struct {
+	Limit int64 // Options.QueryMemoryLimit
+	Held  int64 // the statement's estimated share when it was stopped
+}
+
+func (e *QueryMemoryError) Error() string {
+	return fmt.Sprintf("query memory limit of %d MiB exceeded: the query held about %d MiB of engine memory", e.Limit>>20, e.Held>>20)
+}
+
+// memAccount is the watchdog's estimate of each statement's share of the
+// engine's memory. Its tick is a pure function of the samples it is
+// given, so it is table-tested without DuckDB.
+type memAccount[K comparable] struct {
+	interval time.Duration
+	limit    int64
+	last     int64 // the memory at the last sample, less what ended statements held; -1 before the first
+	charges  map[K]float64
+}
+
+func newMemAccount[K comparable](interval time.Duration, limit int64) *memAccount[K] {
+	return &memAccount[K]{interval: interval, limit: limit, last: -1, charges: map[K]float64{}}
+}
+
+// tick takes a sample: used is the engine's memory at now, live the
+// statements running then with their start times. It returns the
+// statement to stop, if one is over the limit, and its charge.
+func (a *memAccount[K]) tick(now time.Time, used int64, live map[K]time.Time) (victim K, charge int64, stop bool) {
+	for k, c := range a.charges {
+		if _, ok := live[k]; !ok {
+			a.last = max(0, a.last-int64(c)) // it ended: expect its memory back
+			delete(a.charges, k)
+		}
+	}
+	if a.last < 0 {
+		a.last = used
+	}
+	switch delta := used - a.last; {
+	case delta > 0:
+		a.share(now, float64(delta), live)
+	case delta < 0:
+		a.release(float64(-delta))
+	}
+	a.last = used
+	worst := -1.0
+	for k := range live {
+		if c := a.charges[k]; c > worst { // 0 for one first seen now
+			victim, worst = k, c
+		}
+	}
+	if worst <= float64(a.limit) {
+		var zero K
+		return zero, 0, false
+	}
+	return victim, int64(worst), true
+}
+
+// share charges growth to the live statements, weighted by the part of
+// the interval each ran.
+func (a *memAccount[K]) share(now time.Time, growth float64, live map[K]time.Time) {
+	weights := make(map[K]float64, len(live))
+	var total float64
+	for k, started := range live {
+		w := min(1, max(0.01, float64(now.Sub(started))/float64(a.interval)))
+		weights[k] = w
+		total += w
+	}
+	for k, w := range weights {
+		a.charges[k] += growth * w / total
+	}
+}
+
+// release lowers every charge in proportion to it.
+func (a *memAccount[K]) release(freed float64) {
+	var total float64
+	for _, c := range a.charges {
+		total += c
+	}
+	if total <= 0 {
+		return
+	}
+	f := max(0, 1-freed/total)
+	for k, c := range a.charges {
+		a.charges[k] = c * f
+	}
+}
+
+// watchMemory is the memory watchdog: one goroutine, started by New when
+// QueryMemoryLimit is set, stopped by Close (done).
+func (e *Engine) watchMemory(done <-chan struct{}) {
+	t := time.NewTicker(e.opts.MemoryCheckEvery)
+	defer t.Stop()
+	acct := newMemAccount[*queryState](e.opts.MemoryCheckEvery, e.opts.QueryMemoryLimit)
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		used, err := e.MemoryUsed()
+		if err != nil {
+			continue // closing; done follows
+		}
+		q, held, stop := acct.tick(time.Now(), used, e.running())
+		if stop && q.stop != nil && q.ctx.Err() == nil {
+			e.log.Warn("query stopped at the query memory limit", "limit", e.opts.QueryMemoryLimit, "held", held)
+			q.stop(&QueryMemoryError{Limit: e.opts.QueryMemoryLimit, Held: held})
+		}
+	}
+}
+
+// running is the statements running now, with their start times.
+func (e *Engine) running() map[*queryState]time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	live := make(map[*queryState]time.Time, len(e.mu.queries))
+	for _, qs := range e.mu.queries {
+		live[qs] = qs.started
+	}
+	return live
+}
