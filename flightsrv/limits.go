@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"google.golang.org/grpc/codes"
@@ -84,10 +86,13 @@ func (e *limitError) Error() string {
 	}
 }
 
-// limiter counts what each user and connection holds.
+// limiter counts what each user and connection holds, and the calls
+// refused or stopped at a limit (LimitStats).
 type limiter struct {
-	lim Limits
-	mu  struct {
+	lim     Limits
+	refused [3]atomic.Int64 // by limitKind
+	stopped struct{ timeout, memory, engine atomic.Int64 }
+	mu      struct {
 		sync.Mutex
 		held map[limitKey]int
 	}
@@ -136,6 +141,7 @@ func (l *limiter) acquire(ctx context.Context, kind limitKind) (release func(), 
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if max >= 0 && l.mu.held[k] >= max {
+		l.refused[kind].Add(1)
 		return nil, &limitError{kind: kind, who: k.who, limit: max}
 	}
 	l.mu.held[k]++
@@ -178,21 +184,66 @@ func (e limitedEngine) Query(ctx context.Context, sql string, args ...any) (scan
 	}
 	rs, schema, err := e.QueryEngine.Query(ctx, sql, args...)
 	if err != nil {
+		e.l.countStop(err)
 		release()
 		return nil, nil, err
 	}
-	return &releasingStream{RecordStream: rs, release: release}, schema, nil
+	return &releasingStream{RecordStream: rs, release: release, l: e.l}, schema, nil
 }
 
-// releasingStream gives its query's slot back when it is closed.
+// releasingStream gives its query's slot back when it is closed, and
+// counts its stop at an engine limit.
 type releasingStream struct {
 	scan.RecordStream
 	release func()
+	l       *limiter
+	failed  bool // Next failed once; its error is sticky
+}
+
+func (r *releasingStream) Next() (arrow.RecordBatch, error) {
+	rec, err := r.RecordStream.Next()
+	if err != nil && !errors.Is(err, io.EOF) && !r.failed {
+		r.failed = true
+		r.l.countStop(err)
+	}
+	return rec, err
 }
 
 func (r *releasingStream) Close() error {
 	defer r.release()
 	return r.RecordStream.Close()
+}
+
+// countStop counts a statement stopped at one of the engine's limits.
+func (l *limiter) countStop(err error) {
+	var timeout *duck.QueryTimeoutError
+	var mem *duck.QueryMemoryError
+	var de *duck.Error
+	switch {
+	case errors.As(err, &timeout):
+		l.stopped.timeout.Add(1)
+	case errors.As(err, &mem):
+		l.stopped.memory.Add(1)
+	case errors.As(err, &de) && strings.HasPrefix(de.Msg, "Out of Memory Error"):
+		l.stopped.engine.Add(1)
+	}
+}
+
+// LimitStats counts, since the server started, the calls refused at each
+// of the Limits and the statements the engine stopped at its limits.
+type LimitStats struct {
+	QueriesPerUser, SubscriptionsPerSession, PreparedPerSession int64 // refused
+	QueryTimeout, QueryMemory, EngineMemory                     int64 // stopped
+}
+
+// LimitStats reports the calls refused or stopped at a limit.
+func (s *Server) LimitStats() LimitStats {
+	l := s.limits
+	return LimitStats{
+		QueriesPerUser: l.refused[limitQueries].Load(), SubscriptionsPerSession: l.refused[limitSubscriptions].Load(),
+		PreparedPerSession: l.refused[limitPrepared].Load(),
+		QueryTimeout:       l.stopped.timeout.Load(), QueryMemory: l.stopped.memory.Load(), EngineMemory: l.stopped.engine.Load(),
+	}
 }
 
 // isLimit says whether err is a call over one of the Limits.

@@ -243,3 +243,27 @@ func TestDDLAudited(t *testing.T) {
 		"user admin CREATE USER alice WITH PASSWORD '***' ok",
 	})
 }
+
+// TestLimitStats: refusals at the caps and stops at the engine's limits
+// are counted, each once.
+func TestLimitStats(t *testing.T) {
+	ts := startLimitServer(t, duck.Options{Threads: 2, QueryTimeout: 300 * time.Millisecond},
+		flightsrv.Options{Limits: flightsrv.Limits{PreparedPerSession: 1}})
+	ctx := testCtx(t)
+	p, err := ts.cl.Prepare(ctx, "SELECT 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctx)
+	for range 2 {
+		if _, err := ts.cl.Prepare(ctx, "SELECT 2"); err == nil {
+			t.Fatal("a prepared statement over the cap")
+		}
+	}
+	if _, err := ts.fetchErr("SELECT count(*) FROM range(1000000) a, range(10000000) b WHERE a.range + b.range > 0"); err == nil {
+		t.Fatal("no timeout")
+	}
+	if got, want := ts.srv.LimitStats(), (flightsrv.LimitStats{PreparedPerSession: 2, QueryTimeout: 1}); got != want {
+		t.Fatalf("LimitStats %+v, want %+v", got, want)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/lakestream/lakestream/catalog"
 	"github.com/lakestream/lakestream/flightsrv"
 )
@@ -83,4 +85,27 @@ func (l *LimitsConfig) queryMemory(engineMemory int64) (int64, error) {
 // flightLimits are the caps flightsrv applies.
 func (l *LimitsConfig) flightLimits() flightsrv.Limits {
 	return flightsrv.Limits{QueriesPerUser: l.QueriesPerUser, SubscriptionsPerSession: l.SubscriptionsPerSession, PreparedPerSession: l.PreparedPerSession}
+}
+
+var descLimitHits = prometheus.NewDesc("lakestream_limit_hits_total",
+	"Calls refused at a cap (max_queries_per_user, max_subscriptions_per_session, max_prepared_per_session) and queries stopped at a limit (query_timeout, query_memory_limit, engine_memory), by the flag that sets it.",
+	[]string{"limit"}, nil)
+
+// limitCollector reports the calls refused or stopped at each limit.
+type limitCollector struct{ n *Node }
+
+func (c *limitCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descLimitHits }
+
+func (c *limitCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.n.flight.LimitStats()
+	for _, h := range []struct {
+		limit string
+		n     int64
+	}{
+		{"max_queries_per_user", s.QueriesPerUser}, {"max_subscriptions_per_session", s.SubscriptionsPerSession},
+		{"max_prepared_per_session", s.PreparedPerSession}, {"query_timeout", s.QueryTimeout},
+		{"query_memory_limit", s.QueryMemory}, {"engine_memory", s.EngineMemory},
+	} {
+		metric(ch, descLimitHits, prometheus.CounterValue, float64(h.n), h.limit)
+	}
 }
