@@ -23,8 +23,11 @@ import (
 //   - Growth since the last sample is shared among the statements running,
 //     each weighted by the part of the interval it ran: a statement that
 //     started just now is charged little, one that ran throughout fully.
-//   - A decrease lowers every charge in proportion to it; when a statement
-//     ends, its charge is what it is expected to free.
+//   - A decrease lowers every charge in proportion to it, including the
+//     charges of statements that ended in the last second: DuckDB may
+//     free a statement's memory a little after it ends, and that decrease
+//     is theirs. Their growth is nobody's: an ended statement's memory
+//     that is never freed (DuckDB's caches) is not charged to the others.
 //   - The statement with the largest charge, if over the limit, is stopped
 //     (interrupted, its stream fails with *QueryMemoryError); one a sample.
 //
@@ -52,24 +55,29 @@ func (e *QueryMemoryError) Error() string {
 type memAccount[K comparable] struct {
 	interval time.Duration
 	limit    int64
-	last     int64 // the memory at the last sample, less what ended statements held; -1 before the first
+	last     int64 // the memory at the last sample; -1 before the first
 	charges  map[K]float64
+	// ghosts are statements that ended, with the samples left before
+	// their charge is forgotten: until then a decrease of memory is
+	// shared with them, so that memory DuckDB frees a little after a
+	// statement ends is not taken for the others' growth.
+	ghosts map[K]int
 }
 
+// ghostSamples is how many samples an ended statement's charge waits for
+// its memory to be freed; what is not freed by then (kept by DuckDB's
+// caches) is nobody's.
+const ghostSamples = 10
+
 func newMemAccount[K comparable](interval time.Duration, limit int64) *memAccount[K] {
-	return &memAccount[K]{interval: interval, limit: limit, last: -1, charges: map[K]float64{}}
+	return &memAccount[K]{interval: interval, limit: limit, last: -1, charges: map[K]float64{}, ghosts: map[K]int{}}
 }
 
 // tick takes a sample: used is the engine's memory at now, live the
 // statements running then with their start times. It returns the
 // statement to stop, if one is over the limit, and its charge.
 func (a *memAccount[K]) tick(now time.Time, used int64, live map[K]time.Time) (victim K, charge int64, stop bool) {
-	for k, c := range a.charges {
-		if _, ok := live[k]; !ok {
-			a.last = max(0, a.last-int64(c)) // it ended: expect its memory back
-			delete(a.charges, k)
-		}
-	}
+	a.age(live)
 	if a.last < 0 {
 		a.last = used
 	}
@@ -93,11 +101,32 @@ func (a *memAccount[K]) tick(now time.Time, used int64, live map[K]time.Time) (v
 	return victim, int64(worst), true
 }
 
+// age turns the statements that ended into ghosts, and forgets the
+// ghosts whose memory was freed or whose time is up.
+func (a *memAccount[K]) age(live map[K]time.Time) {
+	for k := range a.charges {
+		if _, ok := live[k]; ok {
+			continue
+		}
+		n, ok := a.ghosts[k]
+		if !ok {
+			n = ghostSamples
+		}
+		if n--; n <= 0 || a.charges[k] < 1<<20 {
+			delete(a.ghosts, k)
+			delete(a.charges, k)
+			continue
+		}
+		a.ghosts[k] = n
+	}
+}
+
 // idle forgets the charges and the last sample: no statement runs, and
 // the next sample is the baseline of the statements after.
 func (a *memAccount[K]) idle() {
 	a.last = -1
 	clear(a.charges)
+	clear(a.ghosts)
 }
 
 // share charges growth to the live statements, weighted by the part of
@@ -115,7 +144,7 @@ func (a *memAccount[K]) share(now time.Time, growth float64, live map[K]time.Tim
 	}
 }
 
-// release lowers every charge in proportion to it.
+// release lowers every charge, the ghosts' too, in proportion to it.
 func (a *memAccount[K]) release(freed float64) {
 	var total float64
 	for _, c := range a.charges {
