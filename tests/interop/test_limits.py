@@ -195,3 +195,46 @@ def test_failed_login_in_audit_table(tmp_path):
     assert "not-the-password" not in text and "carol-password" not in text and "admin-password" not in text
     kinds = [json.loads(line)["kind"] for line in text.splitlines()]
     assert kinds[:2] == ["login_failed", "login"], kinds
+
+
+def test_concurrent_queries_capped_per_user(tmp_path):
+    """With --max-queries-per-user 1, a user whose query is still streaming
+    on one connection is refused a second on another connection, naming
+    the flag; another user is not, and the first user runs again once the
+    query ends."""
+    import adbc_driver_flightsql.dbapi as flightsql
+    pw = tmp_path / "admin.pw"
+    pw.write_text("admin-password-for-limits\n")
+    s = Server(tmp_path / "data", tmp_path / "server.log").start(
+        "--auth", "on", "--admin-password-file", str(pw), "--max-queries-per-user", "1")
+
+    def connect(user, password):
+        return flightsql.connect(s.uri, db_kwargs={"username": user, "password": password}, autocommit=True)
+
+    try:
+        with connect("admin", "admin-password-for-limits") as admin:
+            for u in ("alice", "bob"):
+                cur = admin.cursor()
+                cur.execute(f"CREATE USER {u} WITH PASSWORD '{u}-password-1'")
+                cur.close()
+        with connect("alice", "alice-password-1") as a1, connect("alice", "alice-password-1") as a2, \
+                connect("bob", "bob-password-1") as b:
+            running = a1.cursor()
+            running.execute("SELECT range FROM range(1000000000)")  # streams while it is read
+            reader = running.fetch_record_batch()
+            assert reader.read_next_batch().num_rows > 0
+            with pytest.raises(Exception, match=r"too many concurrent queries: user \"alice\" already runs 1.*--max-queries-per-user"):
+                query(a2, "SELECT 1 AS x")
+            assert query(b, "SELECT 2 AS x").column("x")[0].as_py() == 2
+            reader.close()
+            running.close()
+
+            def alice_runs():
+                try:
+                    return query(a2, "SELECT 3 AS x").column("x")[0].as_py() == 3
+                except Exception as e:  # noqa: BLE001 (refused until the node has closed the first stream)
+                    assert "too many concurrent queries" in str(e)
+                    return False
+            wait_for(alice_runs)
+    finally:
+        s.stop()
