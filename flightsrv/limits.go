@@ -75,13 +75,13 @@ type limitError struct {
 func (e *limitError) Error() string {
 	switch e.kind {
 	case limitQueries:
-		return fmt.Sprintf("too many concurrent queries: %s already runs %d, the most one user may run at once (the node's --max-queries-per-user); wait for one to finish",
+		return fmt.Sprintf("too many concurrent queries: %s already runs %d, the most one user (without authentication, one connection) may run at once (the node's --max-queries-per-user); wait for one to finish",
 			e.who, e.limit)
 	case limitSubscriptions:
-		return fmt.Sprintf("too many subscriptions: connection %s already has %d open, the most one connection may (the node's --max-subscriptions-per-session); close one first",
+		return fmt.Sprintf("too many subscriptions: %s already has %d open, the most one connection may (the node's --max-subscriptions-per-session); close one first",
 			e.who, e.limit)
 	default:
-		return fmt.Sprintf("too many prepared statements: connection %s already holds %d, the most one connection may (the node's --max-prepared-per-session); close some first",
+		return fmt.Sprintf("too many prepared statements: %s already holds %d, the most one connection may (the node's --max-prepared-per-session); close some first",
 			e.who, e.limit)
 	}
 }
@@ -128,9 +128,9 @@ func whoOf(ctx context.Context, kind limitKind) string {
 		}
 	}
 	if p := peerAddr(ctx); p != "" {
-		return p
+		return "connection " + p
 	}
-	return "local"
+	return "a connection without an address"
 }
 
 // acquire takes one of kind for the call in ctx, or fails with a
