@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestRedact(t *testing.T) {
@@ -35,6 +36,17 @@ func TestRedact(t *testing.T) {
 
 // TestRedactNeverLeaks checks, over generated passwords, that the
 // password's text is gone from every form of user DDL.
+func TestRedactQuoted(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"the admin user cannot be dropped: change its password with ALTER USER", "the admin user cannot be dropped: change its password with ALTER USER"},
+		{`near "x": in CREATE USER a PASSWORD 'pw'`, `near "x": in CREATE USER a PASSWORD '***'`},
+	} {
+		if got := redactQuoted(c.in); got != c.want {
+			t.Errorf("redactQuoted(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
 func TestRedactNeverLeaks(t *testing.T) {
 	pieces := []string{"a", "'", "''", ";", " ", "PASSWORD", "\\", "é", ")"}
 	for i := range 2000 {
@@ -164,5 +176,20 @@ func TestOptionsValidate(t *testing.T) {
 	err := o.Validate()
 	if err == nil || !strings.Contains(err.Error(), "4KiB") || !strings.Contains(err.Error(), "keep -1") {
 		t.Fatalf("Validate: %v", err)
+	}
+}
+
+func TestLongTextClipped(t *testing.T) {
+	l, err := Open(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := "CREATE VIEW v AS SELECT '" + strings.Repeat("é", 10_000) + "' PASSWORD 'pw-secret'"
+	l.Record(context.Background(), Event{Kind: KindDDL, Statement: long, Outcome: long})
+	e := l.Events()[0]
+	for _, s := range []string{e.Statement, e.Outcome} {
+		if len(s) > MaxText+32 || !strings.HasSuffix(s, " bytes)") || !utf8.ValidString(s) || strings.Contains(s, "pw-secret") {
+			t.Fatalf("clipped to %d bytes: ...%q", len(s), s[len(s)-40:])
+		}
 	}
 }

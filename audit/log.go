@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Kind is what an event records.
@@ -188,7 +189,8 @@ func (l *Log) Record(_ context.Context, e Event) {
 		e.Time = l.opts.Now()
 	}
 	e.Time = e.Time.UTC()
-	e.Statement = Redact(e.Statement)
+	e.Statement = clip(Redact(e.Statement))
+	e.Outcome = clip(redactQuoted(e.Outcome)) // an error may quote the statement
 	if e.Outcome == "" {
 		e.Outcome = OutcomeOK
 	}
@@ -280,6 +282,23 @@ func (l *Log) rotateLocked() error {
 	}
 	l.mu.f, l.mu.size = f, 0
 	return nil
+}
+
+// MaxText is how much of a statement or an outcome an event keeps: a
+// client that sends megabytes of DDL fills neither the file nor memory.
+const MaxText = 4096
+
+// clip cuts s to MaxText bytes, on a character boundary, saying how long
+// it was.
+func clip(s string) string {
+	if len(s) <= MaxText {
+		return s
+	}
+	cut := MaxText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("… (%d bytes)", len(s))
 }
 
 // Events returns the events kept in memory, oldest first.

@@ -13,7 +13,14 @@ import "strings"
 //
 // It works on the text rather than on a parse: a statement the parser
 // refuses (a failed CREATE USER) must be redacted as well.
-func Redact(stmt string) string {
+func Redact(stmt string) string { return redact(stmt, true) }
+
+// redactQuoted is Redact for prose that may quote a statement (an error
+// message): only literals after PASSWORD are redacted, so that "change its
+// password with ALTER USER" reads as it is.
+func redactQuoted(text string) string { return redact(text, false) }
+
+func redact(stmt string, words bool) string {
 	var b strings.Builder
 	done := 0 // stmt[:done] is in b, or nothing is when b is empty
 	for i := 0; i < len(stmt); {
@@ -35,7 +42,7 @@ func Redact(stmt string) string {
 			for j < len(stmt) && isSpace(stmt[j]) {
 				j++
 			}
-			end := secretEnd(stmt, j)
+			end := secretEnd(stmt, j, words)
 			if end == j {
 				i = j
 				continue
@@ -57,8 +64,8 @@ func Redact(stmt string) string {
 // secretEnd is the end of what follows PASSWORD at j: a literal, a
 // prefixed literal (E'…'), or else a word up to the next space or
 // delimiter (NULL, a parameter, a typo: redacted all the same, in case it
-// is the password). It is j when nothing follows.
-func secretEnd(s string, j int) int {
+// is the password) when words is set. It is j when nothing follows.
+func secretEnd(s string, j int, words bool) int {
 	switch {
 	case j >= len(s):
 		return j
@@ -66,6 +73,8 @@ func secretEnd(s string, j int) int {
 		return literalEnd(s, j)
 	case j+1 < len(s) && s[j+1] == '\'' && isIdent(s[j]):
 		return literalEnd(s, j+1)
+	case !words:
+		return j
 	}
 	end := j
 	for end < len(s) && !isSpace(s[end]) && s[end] != ';' && s[end] != ',' && s[end] != ')' {
