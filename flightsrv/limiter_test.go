@@ -11,7 +11,10 @@ import (
 
 	"google.golang.org/grpc/peer"
 
+	"github.com/lakestream/lakestream/audit"
 	"github.com/lakestream/lakestream/auth"
+	"github.com/lakestream/lakestream/catalog"
+	"github.com/lakestream/lakestream/planner"
 )
 
 // callCtx is the context of a call by user (none: "") from addr.
@@ -105,5 +108,23 @@ func TestLimiterConcurrent(t *testing.T) {
 	}
 	if got := l.held(limitQueries, `user "alice"`); got != 0 {
 		t.Fatalf("holds %d after all released", got)
+	}
+}
+
+func TestAuditKind(t *testing.T) {
+	for sql, want := range map[string]audit.Kind{
+		"CREATE TABLE t (a INT)":          audit.KindDDL,
+		"DROP VIEW v":                     audit.KindDDL,
+		"grant SELECT ON TABLE t TO bob":  audit.KindPrivilege,
+		"REVOKE ALL ON DATABASE d FROM x": audit.KindPrivilege,
+		"CREATE ROLE analysts":            audit.KindPrivilege,
+		"drop role analysts":              audit.KindPrivilege,
+	} {
+		if got := auditKind(&planner.Statement{SQL: sql}); got != want {
+			t.Errorf("%s: %s, want %s", sql, got, want)
+		}
+	}
+	if got := auditKind(&planner.Statement{SQL: "CREATE USER u WITH PASSWORD 'x'", DDL: &catalog.CreateUser{}}); got != audit.KindUser {
+		t.Errorf("CREATE USER: %s", got)
 	}
 }

@@ -156,7 +156,11 @@ def test_bomb_and_runaway_cte_fail_while_others_go_on(guarded):
         assert re.search(r"resource.?exhausted", bomb, re.I), bomb
         assert re.search(r"query timeout of 8s exceeded.*--query-timeout", cte, re.S), cte
         assert re.search(r"deadline.?exceeded", cte, re.I), cte
-        # Every ingest of the other client landed, and the node still answers.
+        # The node is healthy, every ingest of the other client landed, and it still answers.
+        with urllib.request.urlopen(f"http://127.0.0.1:{guarded.http_port}/healthz", timeout=10) as r:
+            assert r.status == 200
+        assert metric(guarded, 'lakestream_limit_hits_total{limit="query_memory_limit"}') == 1
+        assert metric(guarded, 'lakestream_limit_hits_total{limit="query_timeout"}') == 1
         assert query(other, "SELECT count(*) AS n FROM ev").column("n")[0].as_py() == 1000 + 10 * (10 + i)  # the warm-up rounds too
         q50, q99 = percentile(quiet, 50) * 1e3, percentile(quiet, 99) * 1e3
         l50, l99 = percentile(loud, 50) * 1e3, percentile(loud, 99) * 1e3
