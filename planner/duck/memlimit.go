@@ -29,7 +29,8 @@ import (
 //     is theirs. Their growth is nobody's: an ended statement's memory
 //     that is never freed (DuckDB's caches) is not charged to the others.
 //   - The statement with the largest charge, if over the limit, is stopped
-//     (interrupted, its stream fails with *QueryMemoryError); one a sample.
+//     (interrupted, its stream fails with *QueryMemoryError); at most one
+//     a sample.
 //
 // The estimate is exact for a statement running alone and for one heavy
 // statement next to short ones, the case the limit is for (a memory bomb
