@@ -19,7 +19,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
 # Packages whose tests run with the race detector: the log, the server and
 # everything concurrent under them.
-RACE_PKGS := ./columnarlog/... ./tables/... ./flightsrv/... ./internal/... ./catalog/... ./node/... ./planner ./tiering/... ./cluster/... ./membership/...
+RACE_PKGS := ./audit/... ./columnarlog/... ./tables/... ./flightsrv/... ./internal/... ./catalog/... ./node/... ./planner ./tiering/... ./cluster/... ./membership/...
 
 .PHONY: all build run test test-go test-race test-py test-docs test-fuzz bench bench-full bench-lake bench-pk venv spark-jars fmt vet clean
 
