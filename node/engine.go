@@ -24,16 +24,21 @@ type engine interface {
 }
 
 // newEngine starts embedded DuckDB, locked down, over the node's tables,
-// with the configured memory limit and query timeout.
+// with the configured memory limits and query timeout.
 func newEngine(res scan.Resolver, cfg Config) (engine, error) {
 	limit, err := cfg.engineMemory()
 	if err != nil {
 		return nil, err
 	}
+	queryMemory, err := cfg.Limits.queryMemory(limit) // limits.go
+	if err != nil {
+		return nil, err
+	}
 	return duck.New(res, duck.Options{
-		MemoryLimit:  fmt.Sprintf("%dKiB", limit>>10),
-		QueryTimeout: cfg.QueryTimeout,
-		Logger:       cfg.Logger,
+		MemoryLimit:      fmt.Sprintf("%dKiB", limit>>10),
+		QueryTimeout:     cfg.QueryTimeout,
+		QueryMemoryLimit: queryMemory,
+		Logger:           cfg.Logger,
 	})
 }
 
@@ -50,6 +55,7 @@ type resolver struct {
 	store *tables.Store
 	lake  *tiering.Service
 	nodes scan.Table // lakestream.nodes; nil outside a node (Resolver)
+	audit scan.Table // lakestream.audit; nil outside a node
 }
 
 func (r resolver) Table(ctx context.Context, db, name string) (scan.Table, error) {
@@ -58,6 +64,9 @@ func (r resolver) Table(ctx context.Context, db, name string) (scan.Table, error
 	}
 	if r.nodes != nil && isNodesTable(db, name) {
 		return r.nodes, nil
+	}
+	if r.audit != nil && isAuditTable(db, name) {
+		return r.audit, nil
 	}
 	if base, ok := catalog.CutSuffixFold(name, planner.BinlogSuffix); ok {
 		// No table name holds a "$" (catalog/limits.go), so the suffix

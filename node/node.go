@@ -14,6 +14,7 @@ import (
 
 	icecatalog "github.com/apache/iceberg-go/catalog"
 
+	"github.com/lakestream/lakestream/audit"
 	"github.com/lakestream/lakestream/catalog"
 	"github.com/lakestream/lakestream/columnarlog"
 	"github.com/lakestream/lakestream/flightsrv"
@@ -40,7 +41,8 @@ type Node struct {
 	// catChanged is signalled when another node changed the shared
 	// catalog; nil without one (replication.go).
 	catChanged chan struct{}
-	sec        security // authentication and TLS (security.go)
+	sec        security   // authentication and TLS (security.go)
+	audit      *audit.Log // the audit log (audit.go)
 }
 
 // Addr is the Flight SQL listen address (useful with port 0).
@@ -108,6 +110,9 @@ func (n *Node) open(ctx context.Context) error {
 	}
 	n.cat = cat
 	cfg.Logger.Info("catalog opened", "path", where, "elapsed", time.Since(began).Round(time.Millisecond))
+	if err := n.openAudit(); err != nil { // audit.go
+		return err
+	}
 	if err := n.openSecurity(ctx); err != nil { // security.go
 		return err
 	}
@@ -157,7 +162,7 @@ func (n *Node) open(ctx context.Context) error {
 	}
 	cfg.Logger.Info("lake opened", "catalog", cfg.Catalog, "elapsed", time.Since(began).Round(time.Millisecond))
 	n.reportStart()
-	if n.engine, err = newEngine(countingResolver{resolver{store: store, lake: n.lake, nodes: nodesTable{n}}, n.mon}, cfg); err != nil {
+	if n.engine, err = newEngine(countingResolver{resolver{store: store, lake: n.lake, nodes: nodesTable{n}, audit: auditTable{n.audit}}, n.mon}, cfg); err != nil {
 		return err
 	}
 	streamMemory, _ := cfg.streamMemory()
@@ -172,6 +177,8 @@ func (n *Node) open(ctx context.Context) error {
 		SlowQuery:    cfg.SlowQuery,
 		Observer:     n.mon,
 		Auth:         n.sec.auth,
+		Limits:       cfg.Limits.flightLimits(),
+		Audit:        n.audit,
 		Version:      cfg.Version,
 		Logger:       cfg.Logger,
 	})
@@ -308,6 +315,7 @@ func (n *Node) close() error {
 	if n.cat != nil {
 		errs = append(errs, n.cat.Close())
 	}
+	errs = append(errs, n.audit.Close())
 	return errors.Join(errs...)
 }
 
