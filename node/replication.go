@@ -197,7 +197,9 @@ func (r *replication) start(ctx context.Context, g *grpc.Server) error {
 	}
 	ctl := &cluster.Controller{Self: r.self, Store: r.store, Alive: r.alive, Logger: r.logger}
 	run(ctl.Run)
-	run(func(ctx context.Context) { cluster.Watch(ctx, r.store, r.reps, r.minInsync, r.addr, watchEvery, r.wake) })
+	run(func(ctx context.Context) {
+		cluster.Watch(ctx, r.store, r.reps, r.minInsync, r.addr, watchEvery, r.wake)
+	})
 	run(r.checkpoints)
 	r.stop = func() { cancel(); wg.Wait() }
 	return nil
