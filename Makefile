@@ -19,7 +19,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
 # Packages whose tests run with the race detector: the log, the server and
 # everything concurrent under them.
-RACE_PKGS := ./columnarlog/... ./tables/... ./flightsrv/... ./internal/... ./catalog/... ./node/... ./planner ./tiering/... ./cluster/... ./membership/...
+RACE_PKGS := ./audit/... ./columnarlog/... ./tables/... ./flightsrv/... ./internal/... ./catalog/... ./node/... ./planner ./tiering/... ./cluster/... ./membership/...
 
 .PHONY: all build run test test-go test-race test-py test-docs test-fuzz bench bench-full bench-lake bench-pk venv spark-jars fmt vet clean
 
@@ -47,7 +47,7 @@ vet:
 # internal/arrowmsg's pyarrow interop test with the virtualenv's Python.
 test-go: build venv
 	ARROWMSG_PYTHON=$(CURDIR)/$(PY) $(GO) test -race -count=1 -timeout 30m -tags invariants $(RACE_PKGS)
-	LAKESTREAM_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 30m -tags invariants $$($(GO) list ./... | grep -v -e /columnarlog -e /tables -e /flightsrv -e /internal/ -e /catalog -e /node -e /tiering -e /cluster -e /membership -e '/planner$$')
+	LAKESTREAM_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 30m -tags invariants $$($(GO) list ./... | grep -v -e /audit -e /columnarlog -e /tables -e /flightsrv -e /internal/ -e /catalog -e /node -e /tiering -e /cluster -e /membership -e '/planner$$')
 
 # The fuzz targets, package:target, each fuzzed for FUZZTIME on top of its
 # seed corpus (which test-go runs as plain tests): about 50 seconds on 2

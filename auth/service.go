@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/lakestream/lakestream/audit"
 	"github.com/lakestream/lakestream/catalog"
 )
 
@@ -101,6 +102,9 @@ type Config struct {
 	// MaxHashing bounds the password hashes computed at once, each taking
 	// Hash.Memory. Default 2.
 	MaxHashing int
+	// Audit records logins and failed logins (audit.go). Default nil:
+	// none.
+	Audit *audit.Log
 	// Now is the clock. Default time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -227,7 +231,9 @@ func (s *Service) Login(ctx context.Context, user, password, peer string) (Ident
 	for _, key := range []string{"user:" + user, "peer:" + host} {
 		if ok, wait := s.limit.allow(key, now); !ok {
 			s.cfg.Logger.Warn("login refused: too many failed logins", "user", user, "peer", peer, "retry_after", wait.Round(time.Second))
-			return Identity{}, "", fmt.Errorf("%w for user %q or from %s: retry in %s", ErrTooManyFailures, clip(user), host, wait.Round(time.Second))
+			err := fmt.Errorf("%w for user %q or from %s: retry in %s", ErrTooManyFailures, clip(user), host, wait.Round(time.Second))
+			s.audit(ctx, audit.KindLoginFailed, user, peer, err)
+			return Identity{}, "", err
 		}
 	}
 	u, exists := s.cfg.Users.User(user)
@@ -249,11 +255,13 @@ func (s *Service) Login(ctx context.Context, user, password, peer string) (Ident
 			reason = "no such user"
 		}
 		s.cfg.Logger.Warn("login failed", "user", user, "peer", peer, "reason", reason)
+		s.audit(ctx, audit.KindLoginFailed, user, peer, fmt.Errorf("%w: %s", ErrUnauthenticated, reason))
 		return Identity{}, "", fmt.Errorf("%w: wrong user name or password", ErrUnauthenticated)
 	}
 	id := identityOf(u, MethodPassword)
 	s.verified.put(s.cfg.Key, user, password, u, now)
 	s.cfg.Logger.Debug("login", "user", user, "peer", peer)
+	s.audit(ctx, audit.KindLogin, user, peer, nil)
 	return id, s.issue(id, now), nil
 }
 

@@ -127,23 +127,28 @@ func StoreISRChange(store meta.Store, self string) func(BucketRef) ISRChange {
 // also applies them every 25 polls, for a leader whose address gossip
 // learnt only since. minISR gives a bucket's min.insync.replicas; addr
 // gives a node's replication address (its advertised Flight address), ""
-// while unknown.
-func Watch(ctx context.Context, store meta.Store, r *Replicas, minISR func(meta.Bucket) int, addr func(id string) string, every time.Duration) {
+// while unknown. A receive on wake applies every bucket at once (the node
+// added a replica: a table opened); nil never wakes.
+func Watch(ctx context.Context, store meta.Store, r *Replicas, minISR func(meta.Bucket) int, addr func(id string) string, every time.Duration, wake <-chan struct{}) {
 	last := int64(-1)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
+	woken := false
 	for polls := 0; ; polls++ {
-		if n, err := store.Changes(ctx); err == nil && (n != last || polls%25 == 0) {
+		if n, err := store.Changes(ctx); err == nil && (n != last || polls%25 == 0 || woken) {
 			if err := applyAll(ctx, store, r, minISR, addr); err == nil {
 				last = n
 			} else if ctx.Err() == nil {
 				r.cfg.Logger.Warn("apply bucket assignments", "error", err)
 			}
 		}
+		woken = false
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		case <-wake:
+			woken = true
 		}
 	}
 }

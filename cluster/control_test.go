@@ -73,7 +73,7 @@ func TestFailoverKeepsAcknowledgedWrites(t *testing.T) {
 		go func() { defer wg.Done(); ctl.Run(nctx) }()
 		go func() {
 			defer wg.Done()
-			Watch(nctx, h, r, func(meta.Bucket) int { return 2 }, func(id string) string { return id }, 10*time.Millisecond)
+			Watch(nctx, h, r, func(meta.Bucket) int { return 2 }, func(id string) string { return id }, 10*time.Millisecond, nil)
 		}()
 		return func() { stop(); wg.Wait(); r.Close() }
 	}

@@ -110,7 +110,7 @@ func (c *realCluster) start(id string) {
 	go func() { defer wg.Done(); ctl.Run(nctx) }()
 	go func() {
 		defer wg.Done()
-		Watch(nctx, h, n.r, func(meta.Bucket) int { return 2 }, func(id string) string { return id }, 20*time.Millisecond)
+		Watch(nctx, h, n.r, func(meta.Bucket) int { return 2 }, func(id string) string { return id }, 20*time.Millisecond, nil)
 	}()
 	n.stop = func() {
 		stop()

@@ -461,6 +461,27 @@ func (t *TableLog) Writer(id int64) (WriterState, bool) {
 	return out, found
 }
 
+// WriterBatch is where a writer's last batch in one bucket ends.
+type WriterBatch struct {
+	Bucket int
+	Seq    int32
+	End    int64 // the offset after the batch
+}
+
+// WriterBatches returns, for each bucket holding a batch of writer id,
+// its last one.
+func (t *TableLog) WriterBatches(id int64) []WriterBatch {
+	var out []WriterBatch
+	for b, l := range t.buckets {
+		l.mu.Lock()
+		if st, ok := l.mu.writers[id]; ok {
+			out = append(out, WriterBatch{Bucket: b, Seq: st.seq, End: st.base + int64(st.count)})
+		}
+		l.mu.Unlock()
+	}
+	return out
+}
+
 // commitRound syncs every bucket written since the last round, records their
 // end offsets in the commit file and publishes them.
 func (t *TableLog) commitRound() (int64, error) {

@@ -182,7 +182,9 @@ func TestChangesRefusals(t *testing.T) {
 func TestChangesFanOutAndSlowConsumer(t *testing.T) {
 	// Each subscription of the two buckets is charged 10 MiB (their
 	// read-ahead and its window): room for 101 and more.
-	ts := startServer(t, serverConfig{opts: flightsrv.Options{StreamMemory: 2 << 30}})
+	// One connection fans out to 101 streams: past the default cap per
+	// connection (limits.go), lifted here.
+	ts := startServer(t, serverConfig{opts: flightsrv.Options{StreamMemory: 2 << 30, Limits: flightsrv.Limits{SubscriptionsPerSession: -1}}})
 	ts.mustExec("CREATE TABLE ev (id BIGINT NOT NULL, amount DOUBLE, kind VARCHAR, ts TIMESTAMPTZ) WITH ('bucket.num'='2', 'bucket.key'='id')")
 	before := runtime.NumGoroutine()
 	info := ts.mustExec("SELECT id, _bucket, _offset FROM changes('ev', 'latest')")

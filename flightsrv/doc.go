@@ -27,9 +27,12 @@
 // to the table's appender. observe.go is the interceptor around
 // every call: its request id (the lakestream-request-id trailer), its log
 // line when it fails or is slow, and the Observer the node counts calls
-// with. docs/flight.md documents tickets, descriptors, headers and the
-// memory of streams; docs/operations.md the log.
+// with. limits.go caps what one client holds at once (a user's running
+// queries, a connection's subscriptions and prepared statements), and
+// audit.go records every DDL statement in the audit log. docs/flight.md
+// documents tickets, descriptors, headers and the memory of streams;
+// docs/operations.md the log; docs/security.md the limits and the audit.
 //
 // flightsrv imports tables, planner (and its engine's error types),
-// columnarlog and catalog; only node imports it.
+// columnarlog, catalog, auth and audit; only node imports it.
 package flightsrv

@@ -35,6 +35,9 @@ func toStatus(err error) error {
 	if c, ok := authCode(err); ok { // auth.go
 		return status.Error(c, err.Error())
 	}
+	if c, msg, ok := engineLimit(err); ok { // limits.go
+		return status.Error(c, msg)
+	}
 	switch {
 	case errors.As(err, &de) && de.Err == nil:
 		code = duckCode(de.Msg)
@@ -63,7 +66,7 @@ func toStatus(err error) error {
 		errors.Is(err, tables.ErrNotPrimaryKey):
 		code = codes.InvalidArgument
 	case errors.Is(err, arrowmsg.ErrTooLarge), errors.Is(err, columnarlog.ErrBatchTooLarge), errors.Is(err, tables.ErrIdempotentTooLarge),
-		errors.As(err, &stall), errors.As(err, &spent):
+		errors.As(err, &stall), errors.As(err, &spent), isLimit(err):
 		code = codes.ResourceExhausted
 	case errors.Is(err, columnarlog.ErrOffsetOutOfRange):
 		code = codes.OutOfRange

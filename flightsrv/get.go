@@ -49,6 +49,11 @@ func (s *Server) doGet(raw []byte, stream flight.FlightService_DoGetServer) erro
 			return s.streamShow(ctx, tk.SQL, out)
 		})
 	case "changes":
+		release, err := s.limits.acquire(ctx, limitSubscriptions) // limits.go
+		if err != nil {
+			return err
+		}
+		defer release()
 		return s.pipe(ctx, stream, followReadAhead*int64(max(1, len(tk.Ranges))), s.stopping, false, func(ctx context.Context, out flight.DataStreamWriter) error {
 			return s.streamChanges(ctx, tk, out)
 		})

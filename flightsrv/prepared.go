@@ -29,6 +29,9 @@ type prepared struct {
 	// set, params are made from it when first asked for.
 	lookup *preparedLookup
 	bound  arrow.RecordBatch
+	// release gives back its place under Limits.PreparedPerSession once
+	// it is closed or expires.
+	release func()
 }
 
 // args are the parameters of one execution of a query: the one bound row.
@@ -132,8 +135,17 @@ func (ps *preparedStore) get(handle string) (*prepared, error) {
 
 func (ps *preparedStore) remove(handle string) {
 	ps.mu.Lock()
+	p := ps.m[handle]
 	delete(ps.m, handle)
 	ps.mu.Unlock()
+	p.dropped()
+}
+
+// dropped gives back the statement's place under the limits.
+func (p *prepared) dropped() {
+	if p != nil && p.release != nil {
+		p.release()
+	}
 }
 
 // expire drops statements idle since before now-ttl and returns how many.
@@ -147,6 +159,7 @@ func (ps *preparedStore) expire(now time.Time) int {
 		p.mu.Unlock()
 		if idle {
 			delete(ps.m, h)
+			p.dropped()
 			n++
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/lakestream/lakestream/audit"
 	"github.com/lakestream/lakestream/auth"
 	"github.com/lakestream/lakestream/catalog"
 	"github.com/lakestream/lakestream/internal/scan"
@@ -71,6 +72,12 @@ type Options struct {
 	// Auth authenticates every call (auth.go). Default: none, every call
 	// runs as auth.Anonymous and user DDL is refused.
 	Auth *auth.Service
+	// Limits caps what one client holds at once (limits.go); each zero
+	// field takes its default.
+	Limits Limits
+	// Audit records every DDL statement, with its caller, peer and
+	// outcome (audit.go). Default nil: none.
+	Audit *audit.Log
 	// Version is reported by GetSqlInfo.
 	Version string
 	Mem     memory.Allocator
@@ -99,6 +106,7 @@ func (o *Options) ensureDefaults() {
 	if o.StallTimeout == 0 {
 		o.StallTimeout = 5 * time.Minute
 	}
+	o.Limits.ensureDefaults()
 	if o.Version == "" {
 		o.Version = "dev"
 	}
@@ -134,6 +142,7 @@ type Server struct {
 	engine   QueryEngine // nil: only DDL and plain scans
 	prepared *preparedStore
 	budget   *budget
+	limits   *limiter
 	streams  struct {
 		active, waiting  atomic.Int64
 		stalled, refused atomic.Int64
@@ -154,7 +163,10 @@ func New(store *tables.Store, engine QueryEngine, opts Options) (*Server, error)
 		return nil, fmt.Errorf("flight options: %w", err)
 	}
 	s := &Server{opts: opts, store: store, engine: engine, prepared: newPreparedStore(opts.PreparedTTL),
-		budget: newBudget(opts.StreamMemory), stopping: make(chan struct{}), ticketKey: ticketKeyOf(opts.Auth)}
+		budget: newBudget(opts.StreamMemory), limits: newLimiter(opts.Limits), stopping: make(chan struct{}), ticketKey: ticketKeyOf(opts.Auth)}
+	if engine != nil {
+		s.engine = limitedEngine{QueryEngine: engine, l: s.limits} // limits.go
+	}
 	if err := s.registerSqlInfo(); err != nil {
 		return nil, err
 	}

@@ -57,7 +57,7 @@ func (s *Server) DoPutCommandStatementUpdate(ctx context.Context, cmd flightsql.
 func (s *Server) execUpdate(ctx context.Context, st *planner.Statement, argRows [][]any) (int64, error) {
 	switch st.Kind {
 	case planner.KindDDL:
-		return s.applyDDL(ctx, st.DDL) // authorize.go
+		return s.execDDL(ctx, st) // audit.go
 	case planner.KindInsert:
 		return s.execInsert(ctx, st.Insert, argRows)
 	case planner.KindDelete:
@@ -337,6 +337,9 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 	}
 	isUpdate := st.Kind == planner.KindDDL || st.Kind == planner.KindInsert || st.Kind == planner.KindDelete || st.Kind == planner.KindUpdate
 	res.IsUpdate = &isUpdate
+	if p.release, err = s.limits.acquire(ctx, limitPrepared); err != nil { // limits.go
+		return res, err
+	}
 	res.Handle = []byte(s.prepared.add(p))
 	res.DatasetSchema = p.dataset
 	res.ParameterSchema = p.paramsSchema

@@ -119,6 +119,10 @@ type Config struct {
 	// Security is authentication and TLS (security.go); its fields
 	// document their defaults.
 	Security SecurityConfig
+	// Limits caps what one client holds at once (limits.go); Audit is the
+	// audit log (audit.go). Their fields document their defaults.
+	Limits LimitsConfig
+	Audit  AuditConfig
 	// Version is reported by the server.
 	Version string
 	Logger  *slog.Logger
@@ -201,6 +205,8 @@ func (c *Config) EnsureDefaults() {
 	}
 	c.Cluster.ensureDefaults()
 	c.Security.ensureDefaults()
+	c.Limits.ensureDefaults()
+	c.Audit.ensureDefaults(c.DataDir)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -239,6 +245,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, c.validateLimits()...)
+	errs = append(errs, c.Audit.validate()...)
 	errs = append(errs, c.Cluster.validate(c.Listen)...)
 	errs = append(errs, c.Security.validate(c.Listen, c.HTTP)...)
 	if g := c.Cluster.Gossip; g != "" && c.Cluster.GossipKeyFile == "" && exposedAddr(g, "off") != "" && !c.Security.Insecure {
@@ -268,6 +275,8 @@ func (c *Config) validateLimits() []error {
 		errs = append(errs, fmt.Errorf("engine memory %w", err))
 	} else if n < minEngineMemory {
 		errs = append(errs, fmt.Errorf("engine memory %q: %d bytes, want at least 64MiB", c.EngineMemory, n))
+	} else {
+		errs = append(errs, c.Limits.validate(n)...) // limits.go
 	}
 	budget, err := c.streamMemory()
 	if err != nil {
@@ -336,7 +345,8 @@ func (c *Config) metaPath() string { return filepath.Join(c.DataDir, "catalog.db
 // tieringConfig configures the tiering service; reloc is the start-up
 // relocation of an embedded lake, or nil.
 func (c *Config) tieringConfig(reloc *tiering.Relocation) tiering.Config {
-	return tiering.Config{Maintenance: c.LakeMaintenance, Relocation: reloc, Logger: c.Logger}
+	return tiering.Config{Maintenance: c.LakeMaintenance, Relocation: reloc, Logger: c.Logger,
+		NodeLake: c.Cluster.enabled() && catalog.IsPostgresURL(c.Cluster.Meta)}
 }
 
 // embeddedLake says whether the lake is the embedded one that moves with

@@ -25,16 +25,21 @@ type engine interface {
 }
 
 // newEngine starts embedded DuckDB, locked down, over the node's tables,
-// with the configured memory limit and query timeout.
+// with the configured memory limits and query timeout.
 func newEngine(res scan.Resolver, cfg Config) (engine, error) {
 	limit, err := cfg.engineMemory()
 	if err != nil {
 		return nil, err
 	}
+	queryMemory, err := cfg.Limits.queryMemory(limit) // limits.go
+	if err != nil {
+		return nil, err
+	}
 	return duck.New(res, duck.Options{
-		MemoryLimit:  fmt.Sprintf("%dKiB", limit>>10),
-		QueryTimeout: cfg.QueryTimeout,
-		Logger:       cfg.Logger,
+		MemoryLimit:      fmt.Sprintf("%dKiB", limit>>10),
+		QueryTimeout:     cfg.QueryTimeout,
+		QueryMemoryLimit: queryMemory,
+		Logger:           cfg.Logger,
 	})
 }
 
@@ -52,6 +57,7 @@ type resolver struct {
 	store *tables.Store
 	lake  *tiering.Service
 	nodes scan.Table // lakestream.nodes; nil outside a node (Resolver)
+	audit scan.Table // lakestream.audit; nil outside a node
 	// checked makes every name resolved for a query need SELECT on it
 	// (auth.Authorize), the caller's identity coming with ctx: whatever
 	// reads a table through the engine (a query, a CTE, a view's body,
@@ -70,6 +76,9 @@ func (r resolver) Table(ctx context.Context, db, name string) (scan.Table, error
 	}
 	if r.nodes != nil && isNodesTable(db, name) {
 		return r.nodes, nil
+	}
+	if r.audit != nil && isAuditTable(db, name) {
+		return r.audit, nil
 	}
 	if base, ok := catalog.CutSuffixFold(name, planner.BinlogSuffix); ok {
 		// No table name holds a "$" (catalog/limits.go), so the suffix

@@ -131,6 +131,7 @@ func TestMetricsParseAndMove(t *testing.T) {
 		"lakestream_stream_memory_used_bytes":     dto.MetricType_GAUGE,
 		"lakestream_lake_rows_tiered_total":       dto.MetricType_COUNTER,
 		"lakestream_streams_cut_total":            dto.MetricType_COUNTER,
+		"lakestream_limit_hits_total":             dto.MetricType_COUNTER,
 		"lakestream_build_info":                   dto.MetricType_GAUGE,
 		"lakestream_stream_memory_budget_bytes":   dto.MetricType_GAUGE,
 		"lakestream_lake_last_commit_seconds":     dto.MetricType_GAUGE,

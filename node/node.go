@@ -14,6 +14,7 @@ import (
 
 	icecatalog "github.com/apache/iceberg-go/catalog"
 
+	"github.com/lakestream/lakestream/audit"
 	"github.com/lakestream/lakestream/catalog"
 	"github.com/lakestream/lakestream/columnarlog"
 	"github.com/lakestream/lakestream/flightsrv"
@@ -37,7 +38,11 @@ type Node struct {
 	mon     *monitor                              // request, ingest and scan counts (monitor.go)
 	members atomic.Pointer[membership.Membership] // nil on a single node (cluster.go)
 	repl    *replication                          // nil on a single node (replication.go)
-	sec     security                              // authentication and TLS (security.go)
+	// catChanged is signalled when another node changed the shared
+	// catalog; nil without one (replication.go).
+	catChanged chan struct{}
+	sec        security   // authentication and TLS (security.go)
+	audit      *audit.Log // the audit log (audit.go)
 }
 
 // Addr is the Flight SQL listen address (useful with port 0).
@@ -99,12 +104,15 @@ func (n *Node) open(ctx context.Context) error {
 		return fmt.Errorf("data dir: %w", err)
 	}
 	began := time.Now()
-	cat, err := catalog.Open(ctx, cfg.metaPath(), catalog.Config{DefaultBucketNum: cfg.DefaultBuckets})
+	cat, where, err := n.openCatalog(ctx)
 	if err != nil {
 		return err
 	}
 	n.cat = cat
-	cfg.Logger.Info("catalog opened", "path", cfg.metaPath(), "elapsed", time.Since(began).Round(time.Millisecond))
+	cfg.Logger.Info("catalog opened", "path", where, "elapsed", time.Since(began).Round(time.Millisecond))
+	if err := n.openAudit(); err != nil { // audit.go
+		return err
+	}
 	if err := n.openSecurity(ctx); err != nil { // security.go
 		return err
 	}
@@ -154,7 +162,7 @@ func (n *Node) open(ctx context.Context) error {
 	}
 	cfg.Logger.Info("lake opened", "catalog", cfg.Catalog, "elapsed", time.Since(began).Round(time.Millisecond))
 	n.reportStart()
-	if n.engine, err = newEngine(countingResolver{resolver{store: store, lake: n.lake, nodes: nodesTable{n}, checked: true}, n.mon}, cfg); err != nil {
+	if n.engine, err = newEngine(countingResolver{resolver{store: store, lake: n.lake, nodes: nodesTable{n}, audit: auditTable{n.audit}, checked: true}, n.mon}, cfg); err != nil {
 		return err
 	}
 	streamMemory, _ := cfg.streamMemory()
@@ -169,6 +177,8 @@ func (n *Node) open(ctx context.Context) error {
 		SlowQuery:    cfg.SlowQuery,
 		Observer:     n.mon,
 		Auth:         n.sec.auth,
+		Limits:       cfg.Limits.flightLimits(),
+		Audit:        n.audit,
 		Version:      cfg.Version,
 		Logger:       cfg.Logger,
 	})
@@ -223,6 +233,8 @@ func (n *Node) Serve(ctx context.Context) error {
 			return errors.Join(err, n.close())
 		}
 	}
+	bg, stopBG := context.WithCancel(context.Background())
+	syncDone := n.followCatalog(bg) // replication.go
 	hs := &http.Server{Handler: n.secureHTTP(n.httpHandler()), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 2)
 	go func() { errc <- g.Serve(n.flightL) }()
@@ -233,7 +245,6 @@ func (n *Node) Serve(ctx context.Context) error {
 			}
 		}()
 	}
-	bg, stopBG := context.WithCancel(context.Background())
 	go n.flight.Expire(bg)
 	go n.mon.run(bg)
 	go n.store.RunRetention(bg, n.cfg.RetentionCheck)
@@ -254,6 +265,7 @@ func (n *Node) Serve(ctx context.Context) error {
 	// Leave first: the others see this node go as left, not failed.
 	leaveErr := n.leaveCluster()
 	stopBG()
+	<-syncDone
 	<-lakeDone // a round in progress ends; an uncommitted one is redone at start
 	n.flight.Shutdown()
 	stopped := make(chan struct{})
@@ -303,6 +315,7 @@ func (n *Node) close() error {
 	if n.cat != nil {
 		errs = append(errs, n.cat.Close())
 	}
+	errs = append(errs, n.audit.Close())
 	return errors.Join(errs...)
 }
 

@@ -34,6 +34,64 @@ const (
 	checkpointEvery = time.Second
 )
 
+// openCatalog opens the table definitions: in the PostgreSQL database of
+// --meta when the node is a member of a cluster whose metadata store is
+// one (every node shares them), else in the SQLite file of the data
+// directory. It returns where they are.
+func (n *Node) openCatalog(ctx context.Context) (*catalog.Catalog, string, error) {
+	cfg := n.cfg
+	ccfg := catalog.Config{DefaultBucketNum: cfg.DefaultBuckets, Logger: cfg.Logger}
+	if cfg.Cluster.enabled() && catalog.IsPostgresURL(cfg.Cluster.Meta) {
+		n.catChanged = make(chan struct{}, 1)
+		ccfg.OnChange = func() {
+			select {
+			case n.catChanged <- struct{}{}:
+			default: // a sync is due already
+			}
+		}
+		cat, err := catalog.OpenPostgres(ctx, cfg.Cluster.Meta, ccfg)
+		return cat, "the cluster's metadata database", err
+	}
+	cat, err := catalog.Open(ctx, cfg.metaPath(), ccfg)
+	return cat, cfg.metaPath(), err
+}
+
+// followCatalog keeps the node's tables in step with a shared catalog:
+// it polls the catalog for other nodes' changes and opens the tables they
+// created, drops those they dropped (tables.Store.Sync). The returned
+// channel is closed once both loops ended with ctx. Without a shared
+// catalog it does nothing.
+func (n *Node) followCatalog(ctx context.Context) <-chan struct{} {
+	done := make(chan struct{})
+	if n.catChanged == nil {
+		close(done)
+		return done
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if err := n.cat.Watch(ctx); err != nil && !errors.Is(err, catalog.ErrClosed) {
+			n.cfg.Logger.Error("following the shared catalog", "error", err)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-n.catChanged:
+				if err := n.store.Sync(ctx); err != nil && ctx.Err() == nil {
+					n.cfg.Logger.Warn("opening the tables other nodes changed", "error", err)
+				}
+			}
+		}
+	}()
+	go func() { wg.Wait(); close(done) }()
+	return done
+}
+
 // replication is the node's part of the cluster's data plane
 // (docs/cluster.md): it holds a replica of each bucket of every table,
 // runs the role the metadata store assigns it (leader or follower), takes
@@ -50,6 +108,9 @@ type replication struct {
 
 	mu   sync.Mutex
 	logs map[int64]openTable // by table id
+	// wake asks the watch to apply the stored assignments now: a table
+	// opened, and its new replicas wait for their roles.
+	wake chan struct{}
 
 	stop func() // ends the background loops and waits for them
 }
@@ -88,7 +149,7 @@ func newReplication(ctx context.Context, cfg Config, members func() *membership.
 		return nil, fmt.Errorf("cluster metadata: %w", err)
 	}
 	tr := cluster.NewGRPCTransport(grpc.WithTransportCredentials(insecure.NewCredentials()))
-	r := &replication{self: cfg.Cluster.NodeID, store: store, tr: tr, members: members, tables: tableStore, logger: cfg.Logger, logs: map[int64]openTable{}}
+	r := &replication{self: cfg.Cluster.NodeID, store: store, tr: tr, members: members, tables: tableStore, logger: cfg.Logger, logs: map[int64]openTable{}, wake: make(chan struct{}, 1)}
 	r.reps, err = cluster.NewReplicas(cluster.Config{NodeID: cfg.Cluster.NodeID, Logger: cfg.Logger}, tr, cluster.StoreISRChange(store, cfg.Cluster.NodeID))
 	if err != nil {
 		return nil, errors.Join(err, tr.Close(), closeStore(store))
@@ -136,7 +197,9 @@ func (r *replication) start(ctx context.Context, g *grpc.Server) error {
 	}
 	ctl := &cluster.Controller{Self: r.self, Store: r.store, Alive: r.alive, Logger: r.logger}
 	run(ctl.Run)
-	run(func(ctx context.Context) { cluster.Watch(ctx, r.store, r.reps, r.minInsync, r.addr, watchEvery) })
+	run(func(ctx context.Context) {
+		cluster.Watch(ctx, r.store, r.reps, r.minInsync, r.addr, watchEvery, r.wake)
+	})
 	run(r.checkpoints)
 	r.stop = func() { cancel(); wg.Wait() }
 	return nil
@@ -256,6 +319,10 @@ func (r *replication) Opened(def *catalog.Table, log *columnarlog.TableLog) erro
 	r.mu.Lock()
 	r.logs[def.ID] = openTable{def, log}
 	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default: // a wake is pending already
+	}
 	return nil
 }
 

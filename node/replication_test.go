@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/lakestream/lakestream/cluster"
 	"github.com/lakestream/lakestream/cluster/meta"
 	"github.com/lakestream/lakestream/columnarlog"
+	"github.com/lakestream/lakestream/internal/pgtest"
 )
 
 // testCluster is nodes of one process sharing a metadata store (a SQLite
@@ -34,7 +36,12 @@ type clusterNode struct {
 }
 
 func newTestCluster(t *testing.T, ids ...string) *testCluster {
-	c := &testCluster{t: t, meta: "sqlite://" + filepath.Join(t.TempDir(), "meta.db"), nodes: map[string]*clusterNode{}}
+	return newTestClusterOn(t, "sqlite://"+filepath.Join(t.TempDir(), "meta.db"), ids...)
+}
+
+// newTestClusterOn starts nodes whose metadata store is metaURI.
+func newTestClusterOn(t *testing.T, metaURI string, ids ...string) *testCluster {
+	c := &testCluster{t: t, meta: metaURI, nodes: map[string]*clusterNode{}}
 	for _, id := range ids {
 		c.start(id, t.TempDir())
 	}
@@ -50,10 +57,16 @@ func (c *testCluster) start(id, dir string) *clusterNode {
 	} else {
 		c.seed = cfg.Cluster.Gossip
 	}
-	n, stop, done := startNodeWith(c.t, cfg)
+	n, stop, served := startNodeWith(c.t, cfg)
+	// done gives Serve's result to the test, which may wait for it, and
+	// the cleanup waits too: the directories go only once the node is
+	// closed.
+	done := make(chan error, 1)
+	closed := make(chan struct{})
+	go func() { err := <-served; done <- err; close(closed) }()
 	cn := &clusterNode{n, stop, done}
 	c.nodes[id] = cn
-	c.t.Cleanup(stop)
+	c.t.Cleanup(func() { stop(); <-closed })
 	return cn
 }
 
@@ -69,9 +82,14 @@ func (c *testCluster) waitMembers(want int) {
 	})
 }
 
-// exec runs DDL on every node: each has a catalog of its own today, and
-// the same statements give the same table ids.
+// exec runs DDL: on one node when the cluster shares a catalog (its
+// metadata store is PostgreSQL), else on every node, each of which has a
+// catalog of its own where the same statements give the same table ids.
 func (c *testCluster) exec(sqls ...string) {
+	if strings.HasPrefix(c.meta, "postgres") {
+		mustExec(c.t, client(c.t, c.nodes["n1"].n.Addr()), sqls...)
+		return
+	}
 	for _, id := range []string{"n1", "n2", "n3"} {
 		if cn := c.nodes[id]; cn != nil {
 			mustExec(c.t, client(c.t, cn.n.Addr()), sqls...)
@@ -225,4 +243,83 @@ func (c *testCluster) sameBytes(ids []string) {
 			c.t.Fatalf("replicas %s and %s differ below the high watermark %d (%d and %d bytes)", wantFrom, id, hw, len(want), len(got))
 		}
 	}
+}
+
+// With the metadata store on PostgreSQL the nodes share one catalog: a
+// table created on one node is opened on the others and replicated, one
+// dropped on another node goes everywhere with its data, and a node that
+// was down when a table was created starts with an empty replica of it
+// that its leader fills.
+func TestClusterSharesTables(t *testing.T) {
+	pg := pgtest.ForTest(t, pgtest.Options{})
+	uri, err := pg.CreateDatabase(context.Background(), "cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newTestClusterOn(t, uri, "n1", "n2", "n3")
+	c.exec("CREATE TABLE t (id BIGINT, v VARCHAR) WITH ('bucket.num' = '2')")
+	for _, id := range []string{"n1", "n2", "n3"} {
+		waitUntil(t, func() bool { _, err := c.nodes[id].n.Tables().Get(context.Background(), "", "t"); return err == nil })
+	}
+	// Every node leads some bucket or none; a write goes to a leader of
+	// each bucket: the nodes that lead write rows of their own.
+	leaders := map[string]bool{}
+	for b := range 2 {
+		st, err := c.nodes["n1"].n.repl.store.Bucket(context.Background(), cluster.BucketRef{TableID: 1, Bucket: int32(b)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaders[st.Leader] = true
+		waitUntil(t, func() bool { return c.nodes[st.Leader].n.repl.Leads(1, b) })
+	}
+	rows := 0
+	for id := range leaders {
+		mustExec(t, client(t, c.nodes[id].n.Addr()), "INSERT INTO t SELECT range, '"+id+"' FROM range(100)")
+		rows += 100
+	}
+	for _, id := range []string{"n1", "n2", "n3"} {
+		cl := client(t, c.nodes[id].n.Addr())
+		waitUntil(t, func() bool { return queryInt64(t, cl, "SELECT count(*) FROM t") == int64(rows) })
+	}
+	// n3 goes down; a table created meanwhile reaches it when it returns.
+	n3 := c.nodes["n3"]
+	dir := n3.n.cfg.DataDir
+	n3.stop()
+	if err := <-n3.done; err != nil {
+		t.Fatal(err)
+	}
+	delete(c.nodes, "n3")
+	c.exec("CREATE TABLE u (id BIGINT) WITH ('bucket.num' = '1', 'min.insync.replicas' = '1')")
+	st, err := c.nodes["n1"].n.repl.store.Bucket(context.Background(), cluster.BucketRef{TableID: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, func() bool { return c.nodes[st.Leader].n.repl.Leads(2, 0) })
+	mustExec(t, client(t, c.nodes[st.Leader].n.Addr()), "INSERT INTO u SELECT range FROM range(50)")
+	c.start("n3", dir)
+	cl3 := client(t, c.nodes["n3"].n.Addr())
+	if slicesContains(st.Replicas, "n3") {
+		waitUntil(t, func() bool { return queryInt64(t, cl3, "SELECT count(*) FROM u") == 50 })
+	}
+	// A DROP on n2 drops t on every node, its data with it.
+	mustExec(t, client(t, c.nodes["n2"].n.Addr()), "DROP TABLE t")
+	for _, id := range []string{"n1", "n2", "n3"} {
+		n := c.nodes[id].n
+		waitUntil(t, func() bool {
+			_, err := os.Stat(filepath.Join(n.cfg.DataDir, "tables", "1"))
+			return os.IsNotExist(err)
+		})
+		if _, err := n.Tables().ByID(context.Background(), 1); err == nil {
+			t.Errorf("%s: the dropped table is still open", id)
+		}
+	}
+}
+
+func slicesContains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
 }

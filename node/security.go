@@ -158,7 +158,7 @@ func (n *Node) openSecurity(ctx context.Context) error {
 		return err
 	}
 	required := sc.required(cfg.Listen, cfg.HTTP)
-	n.sec.auth, err = auth.NewService(auth.Config{Required: required, Users: n.cat, Key: key, TokenTTL: sc.TokenTTL, Hash: sc.hash, Now: sc.now, LoginBurst: sc.loginBurst, Logger: cfg.Logger})
+	n.sec.auth, err = auth.NewService(auth.Config{Required: required, Users: n.cat, Key: key, TokenTTL: sc.TokenTTL, Hash: sc.hash, Now: sc.now, LoginBurst: sc.loginBurst, Audit: n.audit, Logger: cfg.Logger})
 	if err != nil {
 		return err
 	}

@@ -120,7 +120,14 @@ func (a *Appender) Flush(ctx context.Context) error {
 	}
 	if dup {
 		// Nothing is written: not the log, nor a primary-key table's
-		// index, which the merge would change.
+		// index, which the merge would change. In a cluster the call's
+		// batches may be in the log and not yet held by the in-sync
+		// replicas (the first send failed waiting for them): the retry is
+		// acknowledged when they are.
+		if err := a.t.waitWriterAcked(ctx, a.def, a.writer); err != nil {
+			e.gen = -1 // read the writer from the log again next time
+			return err
+		}
 		for _, r := range a.pending {
 			a.written += r.NumRows()
 		}
@@ -128,6 +135,11 @@ func (a *Appender) Flush(ctx context.Context) error {
 		return nil
 	}
 	if err := a.flush(ctx); err != nil {
+		// The call may be in the log, appended and not acknowledged
+		// (in a cluster, its replicas did not hold it in time): the next
+		// call reads the writer from the log, so that a retry of this one
+		// is known as one.
+		e.gen = -1
 		return err
 	}
 	w.acknowledged(e, a.writer.Seq)

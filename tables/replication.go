@@ -120,3 +120,21 @@ func (t *Table) waitAcked(ctx context.Context, def *catalog.Table, parts [][]col
 	}
 	return nil
 }
+
+// waitWriterAcked waits until the in-sync replicas hold the batches of a
+// writer's call in the log: the call was appended by an earlier send.
+func (t *Table) waitWriterAcked(ctx context.Context, def *catalog.Table, w Writer) error {
+	r := t.store.cfg.Replication
+	if r == nil {
+		return nil
+	}
+	for _, b := range t.log.WriterBatches(w.ID) {
+		if b.Seq != w.Seq {
+			continue
+		}
+		if err := r.WaitAcked(ctx, def.ID, b.Bucket, b.End); err != nil {
+			return fmt.Errorf("write to %s bucket %d: %w", def.FullName(), b.Bucket, err)
+		}
+	}
+	return nil
+}

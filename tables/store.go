@@ -185,7 +185,14 @@ func Open(ctx context.Context, cat *catalog.Catalog, cfg Config) (*Store, error)
 	}
 	for _, def := range defs {
 		began := time.Now()
-		t, err := s.openLog(def, false)
+		// In a cluster a table may have been created while this node was
+		// down: it starts as an empty replica that its leader fills.
+		create := false
+		if cfg.Replication != nil {
+			_, err := cfg.Log.FS.Stat(s.dir(def.ID))
+			create = errors.Is(err, os.ErrNotExist)
+		}
+		t, err := s.openLog(def, create)
 		if err != nil {
 			s.quarantineLocked(def.ID, def.FullName(), PartLog, err)
 			continue

@@ -20,6 +20,13 @@ import (
 
 // Config configures a Service. Zero fields take their defaults.
 type Config struct {
+	// NodeLake says that the lake is this node's own while the table
+	// definitions are shared by a cluster's nodes (docs/cluster.md): the
+	// definitions' record that a table's lake was created is another
+	// node's, so a missing lake table is created rather than taken for
+	// lost, and its creation is not recorded in the shared definitions.
+	// Default false: one node, whose definitions record its lake.
+	NodeLake bool
 	// MaxRoundRows bounds the rows one round tiers, so that a large backlog
 	// (after downtime) is committed in steps. Default 8M.
 	MaxRoundRows int64
@@ -234,7 +241,7 @@ func (s *Service) lakeLost(ctx context.Context, t *tables.Table) error {
 	if err != nil {
 		return err
 	}
-	if !def.LakeCreatedAt.IsZero() {
+	if !def.LakeCreatedAt.IsZero() && !s.cfg.NodeLake {
 		return fmt.Errorf("%w: the Iceberg table %s of %s, created %s, is not in the Iceberg catalog: restore the catalog, or DROP TABLE and create the table again",
 			ErrLakeLost, identOf(def), def.FullName(), def.LakeCreatedAt.Format(time.RFC3339))
 	}
@@ -253,6 +260,9 @@ func (s *Service) lakeLost(ctx context.Context, t *tables.Table) error {
 // cannot be recorded is dropped again, so that the next attempt starts
 // over rather than from a table no record protects.
 func (s *Service) recordCreated(ctx context.Context, def *catalog.Table, created bool) error {
+	if s.cfg.NodeLake {
+		return nil
+	}
 	_, err := s.store.Catalog().SetLakeCreated(ctx, def.ID)
 	if err == nil {
 		return nil

@@ -82,6 +82,7 @@ func loadConfig(args []string, env func(string) (string, bool)) (serveConfig, er
 	fs.DurationVar(&cfg.SlowQuery, "slow-query", time.Second, "log every request that takes at least this long, with its SQL (0 disables)")
 	bindClusterFlags(fs, &cfg.Cluster)
 	bindSecurityFlags(fs, &cfg.Security)
+	bindLimitFlags(fs, &cfg.Limits, &cfg.Audit) // limits.go
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}

@@ -8,6 +8,7 @@
 //	node
 //	flightsrv   tiering
 //	auth        planner     tables
+//	audit
 //	columnarlog catalog     (catalog: no project package)
 //	cluster/meta            (only internal/…)
 //	internal/…
@@ -68,7 +69,11 @@ var onlyImports = map[string]map[string]string{
 	// execution or the network beyond TLS files and header values.
 	"auth": {
 		"catalog": "users and their password hashes are stored in the catalog; the user DDL is parsed there",
+		"audit":   "logins and failed logins are recorded in the audit log",
 	},
+	// The audit log is a file and a ring of events: it knows nothing of
+	// who records them (auth, flightsrv) or of the table node serves them as.
+	"audit": {},
 	// bench measures nodes that node.Start starts; it must not wire a
 	// node's parts (catalog, columnarlog, tables, flightsrv, planner) itself,
 	// or its copy of the wiring goes stale when node's changes.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	bindings "github.com/duckdb/duckdb-go-bindings"
@@ -20,6 +21,11 @@ import (
 // queryState is the Go side of one statement on one connection.
 type queryState struct {
 	ctx context.Context
+	// stop ends ctx with a cause; nil for a callback outside a statement.
+	stop context.CancelCauseFunc
+	// started is when the statement started (the memory watchdog's
+	// weights, memlimit.go).
+	started time.Time
 
 	mu struct {
 		sync.Mutex
@@ -105,8 +111,9 @@ func (c *conn) interrupt() {
 	}
 }
 
-// connect opens a connection for one statement and registers its state.
-func (e *Engine) connect(ctx context.Context) (*conn, error) {
+// connect opens a connection for one statement and registers its state;
+// stop ends ctx with a cause.
+func (e *Engine) connect(ctx context.Context, stop context.CancelCauseFunc) (*conn, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.mu.closed {
@@ -120,7 +127,7 @@ func (e *Engine) connect(ctx context.Context) (*conn, error) {
 	bindings.ConnectionGetClientContext(c, &cc)
 	id := uint64(bindings.ClientContextGetConnectionId(cc))
 	bindings.DestroyClientContext(&cc)
-	qs := &queryState{ctx: ctx}
+	qs := &queryState{ctx: ctx, stop: stop, started: time.Now()}
 	e.mu.queries[id] = qs
 	e.conns.Add(1)
 	return &conn{c: c, id: id, qs: qs}, nil

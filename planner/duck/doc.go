@@ -21,7 +21,10 @@
 //	                  DuckDB's own converter and imported zero-copy (cdata)
 //
 // The engine is locked down at start-up: no file or network access, no
-// extension install or load, configuration locked (engine.go). DuckDB's own
+// extension install or load, configuration locked (engine.go). Each
+// statement has a deadline (Options.QueryTimeout) and, with
+// Options.QueryMemoryLimit, a memory watchdog stops the one holding too
+// much of the engine's memory (memlimit.go). DuckDB's own
 // catalog is not writable through Query.
 //
 // duck owns nothing but the DuckDB instance: it reads data only through

@@ -44,6 +44,9 @@ type Engine struct {
 	conns sync.WaitGroup
 	// parsers are idle prepared json_serialize_sql connections (parser.go).
 	parsers chan *parser
+	// watchdog is the memory watchdog (memlimit.go); nil without
+	// QueryMemoryLimit. Close closes done and waits for stopped.
+	watchdog *struct{ done, stopped chan struct{} }
 }
 
 // New opens an in-memory DuckDB, locks it down (docs/sql.md) and registers the
@@ -76,8 +79,16 @@ func newEngine(res scan.Resolver, opts Options, lock bool) (*Engine, error) {
 		bindings.Close(&e.db)
 		return nil, err
 	}
+	if opts.QueryMemoryLimit > 0 {
+		w := &struct{ done, stopped chan struct{} }{make(chan struct{}), make(chan struct{})}
+		e.watchdog = w
+		go func() {
+			defer close(w.stopped)
+			e.watchMemory(w.done)
+		}()
+	}
 	e.log.Info("duckdb engine started", "version", bindings.LibraryVersion(),
-		"threads", opts.Threads, "memory_limit", opts.MemoryLimit, "query_timeout", opts.QueryTimeout)
+		"threads", opts.Threads, "memory_limit", opts.MemoryLimit, "query_timeout", opts.QueryTimeout, "query_memory_limit", opts.QueryMemoryLimit)
 	return e, nil
 }
 
@@ -188,6 +199,10 @@ func (e *Engine) Close() error {
 	var errs []error
 	for _, s := range open {
 		errs = append(errs, s.Close())
+	}
+	if w := e.watchdog; w != nil {
+		close(w.done)
+		<-w.stopped
 	}
 	// What is left are Describes and Queries being set up: short.
 	e.conns.Wait()

@@ -27,8 +27,11 @@ func (e *Engine) MemoryUsed() (int64, error) {
 	defer bindings.Disconnect(&c)
 	var res bindings.Result
 	defer bindings.DestroyResult(&res)
-	if bindings.Query(c, "SELECT CAST(coalesce(sum(memory_usage_bytes), 0) AS BIGINT) FROM duckdb_memory()", &res) == bindings.StateError {
+	if bindings.Query(c, memoryQuery, &res) == bindings.StateError {
 		return 0, fmt.Errorf("duck: memory in use: %s", bindings.ResultError(&res))
 	}
 	return bindings.ValueInt64(&res, 0, 0), nil
 }
+
+// memoryQuery sums what DuckDB's buffer manager holds.
+const memoryQuery = "SELECT CAST(coalesce(sum(memory_usage_bytes), 0) AS BIGINT) FROM duckdb_memory()"

@@ -29,6 +29,16 @@ type Options struct {
 	// context.DeadlineExceeded). Default 0: no timeout.
 	QueryTimeout time.Duration
 
+	// QueryMemoryLimit stops, with a *QueryMemoryError, a statement that
+	// holds more than this many bytes of the engine's memory (memlimit.go
+	// says how a statement's share is estimated). Default 0: no limit but
+	// MemoryLimit, which all statements share.
+	QueryMemoryLimit int64
+
+	// MemoryCheckEvery is how often the memory watchdog samples the
+	// engine's memory, when QueryMemoryLimit is set. Default 100ms.
+	MemoryCheckEvery time.Duration
+
 	// NoFilterPushdown turns off handing simple WHERE conjuncts to the
 	// scans (filters.go), for comparisons and as a way out. Default false:
 	// filters are pushed down.
@@ -44,6 +54,9 @@ func (o *Options) EnsureDefaults() {
 	if o.Threads == 0 {
 		o.Threads = runtime.GOMAXPROCS(0)
 	}
+	if o.MemoryCheckEvery == 0 {
+		o.MemoryCheckEvery = 100 * time.Millisecond
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -57,6 +70,9 @@ func (o *Options) Validate() error {
 	}
 	if o.QueryTimeout < 0 {
 		errs = append(errs, fmt.Errorf("query timeout %s: must be positive", o.QueryTimeout))
+	}
+	if o.QueryMemoryLimit < 0 || o.MemoryCheckEvery < 0 {
+		errs = append(errs, fmt.Errorf("query memory limit %d, checked every %s: must be positive", o.QueryMemoryLimit, o.MemoryCheckEvery))
 	}
 	for _, c := range o.MemoryLimit {
 		// The value is spliced into a SET statement; DuckDB's own parser

@@ -29,8 +29,8 @@ func (e *Engine) Query(ctx context.Context, sql string, args ...any) (scan.Recor
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	qctx, cancel := e.statementContext(ctx)
-	c, err := e.connect(qctx)
+	qctx, cancel, stop := e.statementContext(ctx)
+	c, err := e.connect(qctx, stop)
 	if err != nil {
 		cancel()
 		return nil, nil, err
@@ -62,9 +62,9 @@ func (e *Engine) Describe(ctx context.Context, sql string) (result, params *arro
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	ctx, cancel := e.statementContext(ctx)
+	ctx, cancel, stop := e.statementContext(ctx)
 	defer cancel()
-	c, err := e.connect(ctx)
+	c, err := e.connect(ctx, stop)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -86,12 +86,15 @@ func (e *Engine) Describe(ctx context.Context, sql string) (result, params *arro
 }
 
 // statementContext is the context of one statement: ctx, bounded by
-// Options.QueryTimeout.
-func (e *Engine) statementContext(ctx context.Context) (context.Context, context.CancelFunc) {
+// Options.QueryTimeout, and stop, which ends it with a cause (the memory
+// watchdog's, memlimit.go).
+func (e *Engine) statementContext(ctx context.Context) (context.Context, context.CancelFunc, context.CancelCauseFunc) {
+	ctx, stop := context.WithCancelCause(ctx)
 	if e.opts.QueryTimeout <= 0 {
-		return context.WithCancel(ctx)
+		return ctx, func() { stop(context.Canceled) }, stop
 	}
-	return context.WithTimeoutCause(ctx, e.opts.QueryTimeout, &QueryTimeoutError{Timeout: e.opts.QueryTimeout})
+	ctx, cancel := context.WithTimeoutCause(ctx, e.opts.QueryTimeout, &QueryTimeoutError{Timeout: e.opts.QueryTimeout})
+	return ctx, func() { cancel(); stop(context.Canceled) }, stop
 }
 
 // QueryTimeoutError is the error of a statement that ran past

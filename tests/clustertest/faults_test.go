@@ -1,0 +1,390 @@
+package clustertest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/lakestream/lakestream/cluster"
+	"github.com/lakestream/lakestream/cluster/meta"
+	"github.com/lakestream/lakestream/columnarlog"
+)
+
+// history is what the clients of a fault test did and saw.
+type history struct {
+	mu      sync.Mutex
+	acked   map[int64]bool // ids of acknowledged calls
+	seen    map[int64]bool // ids some read returned
+	acks    int            // acknowledged calls
+	retries int            // calls sent again after an error or no answer
+	reads   int
+	lastAck time.Time
+	ackedBy map[int64]string // by writer id × 10⁸ + call: the node and time of its acknowledgement
+	bad     []error // answers no correct cluster gives
+}
+
+func newHistory() *history {
+	return &history{acked: map[int64]bool{}, seen: map[int64]bool{}, ackedBy: map[int64]string{}}
+}
+
+func (h *history) ack(ids []int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.acks++
+	for _, id := range ids {
+		h.acked[id] = true
+	}
+}
+
+func (h *history) ackCount() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.acks
+}
+
+// faultCounts are a fault test's figures.
+type faultCounts struct {
+	rounds   int
+	faults   map[string]int
+	failover []time.Duration // kill -9 of the leader → first acknowledged write after it
+}
+
+// The kinds of fault, in the order rounds take them: every round
+// of five kills a leader twice.
+var faultKinds = []string{"kill-leader", "kill-follower", "kill-leader", "kill-controller", "pause-leader"}
+
+// TestFaultRounds runs a three-node cluster (processes, metadata in
+// PostgreSQL) through fault rounds while two idempotent writers and a
+// reader run: each round kills a bucket's leader, a follower or the
+// controller with SIGKILL, or freezes the leader (SIGSTOP) until another
+// leads and then thaws it, restarts what it killed and waits until every
+// replica is in sync again. Then every acknowledged row is there exactly
+// once, no read returned a row that is not there at the end, and the
+// replicas hold the same bytes up to the high watermark. Rounds:
+// $LAKESTREAM_FAULT_ROUNDS, default 50.
+func TestFaultRounds(t *testing.T) {
+	rounds := 50
+	if v := os.Getenv("LAKESTREAM_FAULT_ROUNDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("LAKESTREAM_FAULT_ROUNDS=%q: want a positive number", v)
+		}
+		rounds = n
+	}
+	h := newHarness(t, "n1", "n2", "n3")
+	h.createTable("t", "CREATE TABLE t (id BIGINT, v VARCHAR) WITH ('bucket.num' = '1')")
+	ref := cluster.BucketRef{TableID: 1}
+	hist := newHistory()
+	ctx, stopClients := context.WithCancel(context.Background())
+	var clients sync.WaitGroup
+	for w := int64(1); w <= 2; w++ {
+		clients.Add(1)
+		go func() { defer clients.Done(); h.writeLoop(ctx, &writer{id: w}, ref, hist) }()
+	}
+	clients.Add(1)
+	go func() { defer clients.Done(); h.readLoop(ctx, hist) }()
+	defer func() { stopClients(); clients.Wait() }()
+
+	counts := faultCounts{faults: map[string]int{}}
+	for round := range rounds {
+		b := h.waitInSync(ref)
+		kind := faultKinds[round%len(faultKinds)]
+		before := hist.ackCount()
+		progress := func(what string) {
+			h.waitFor(fmt.Sprintf("round %d (%s): %s", round, kind, what), func() bool { return hist.ackCount() > before })
+		}
+		newLeader := func(old string) {
+			h.waitFor(fmt.Sprintf("round %d (%s): a leader other than %s", round, kind, old), func() bool {
+				l := h.bucket(ref).Leader
+				return l != "" && l != old
+			})
+		}
+		var victim string
+		switch kind {
+		case "kill-leader":
+			victim = b.Leader
+			killed := time.Now()
+			h.kill(victim)
+			newLeader(victim)
+			h.waitFor(fmt.Sprintf("round %d: a write acknowledged after the kill", round), func() bool {
+				hist.mu.Lock()
+				defer hist.mu.Unlock()
+				return hist.lastAck.After(killed)
+			})
+			hist.mu.Lock()
+			counts.failover = append(counts.failover, hist.lastAck.Sub(killed))
+			hist.mu.Unlock()
+			h.start(victim)
+		case "kill-follower":
+			for _, id := range b.Replicas {
+				if id != b.Leader {
+					victim = id
+					break
+				}
+			}
+			h.kill(victim)
+			progress("a write acknowledged without the follower")
+			h.start(victim)
+		case "kill-controller":
+			victim = h.controller()
+			if victim == "" {
+				victim = b.Leader
+			}
+			h.kill(victim)
+			h.waitFor(fmt.Sprintf("round %d: a controller other than %s", round, victim), func() bool {
+				c := h.controller()
+				return c != "" && c != victim
+			})
+			if victim == b.Leader {
+				newLeader(victim)
+			}
+			progress("a write acknowledged after the controller's death")
+			h.start(victim)
+		case "pause-leader":
+			victim = b.Leader
+			h.pause(victim)
+			newLeader(victim)
+			progress("a write acknowledged by the new leader")
+			h.resume(victim) // the former leader thaws, still believing it leads
+		}
+		counts.faults[kind]++
+		counts.rounds++
+		h.waitMembers()
+		t.Logf("round %d: %s of %s; %d acks so far", round, kind, victim, hist.ackCount())
+		hist.mu.Lock()
+		bad := slices.Clone(hist.bad)
+		hist.mu.Unlock()
+		if len(bad) > 0 {
+			t.Fatalf("round %d: %v", round, errors.Join(bad...))
+		}
+	}
+	h.waitInSync(ref)
+	stopClients()
+	clients.Wait()
+
+	// Every acknowledged row once; every row read still there.
+	leader := h.nodes[h.waitInSync(ref).Leader]
+	var final []int64
+	h.waitFor("the leader's rows", func() bool {
+		ids, err := queryInts(context.Background(), leader.cl, "SELECT id FROM t")
+		final = ids
+		return err == nil
+	})
+	have := make(map[int64]int, len(final))
+	dup := 0
+	for _, id := range final {
+		if have[id]++; have[id] == 2 {
+			dup++
+			if dup <= 3 {
+				t.Logf("stored twice: id %d (writer %d call %d), acknowledged by %s", id, id/1_000_000_000, id%1_000_000_000/10, hist.ackedBy[id/10])
+			}
+		}
+	}
+	lost, vanished := 0, 0
+	for id := range hist.acked {
+		if have[id] == 0 {
+			lost++
+		}
+	}
+	for id := range hist.seen {
+		if have[id] == 0 {
+			vanished++
+		}
+	}
+	faults := make([]string, 0, len(counts.faults))
+	for _, k := range []string{"kill-leader", "kill-follower", "kill-controller", "pause-leader"} {
+		faults = append(faults, fmt.Sprintf("%s %d", k, counts.faults[k]))
+	}
+	t.Logf("fault rounds: %d (%s); acknowledged calls %d (%d rows), retried sends %d, reads %d; lost %d, duplicated %d, read then vanished %d",
+		counts.rounds, strings.Join(faults, ", "), hist.acks, len(hist.acked), hist.retries, hist.reads, lost, dup, vanished)
+	if len(counts.failover) > 0 {
+		slices.Sort(counts.failover)
+		t.Logf("failover (kill -9 of the leader → first acknowledged write), %d trials: p50 %s, p99 %s, max %s", len(counts.failover),
+			counts.failover[len(counts.failover)/2].Round(time.Millisecond), counts.failover[(len(counts.failover)*99-1)/100].Round(time.Millisecond),
+			counts.failover[len(counts.failover)-1].Round(time.Millisecond))
+	}
+	if lost+dup+vanished > 0 {
+		t.Errorf("lost %d acknowledged rows, %d rows stored twice, %d rows read and then gone", lost, dup, vanished)
+	}
+	if hist.acks == 0 || len(hist.seen) == 0 {
+		t.Fatalf("the clients did nothing: %d acks, %d rows seen", hist.acks, len(hist.seen))
+	}
+
+	// The replicas hold the same bytes up to the least high watermark.
+	h.stopAll()
+	h.sameBytes(1, 0)
+}
+
+// waitInSync waits until the bucket has a leader and every replica is in
+// sync, and returns it.
+func (h *harness) waitInSync(ref cluster.BucketRef) (b meta.Bucket) {
+	h.t.Helper()
+	h.waitFor(fmt.Sprintf("%s in sync", ref), func() bool {
+		b = h.bucket(ref)
+		return b.Leader != "" && len(b.ISR) == len(b.Replicas)
+	})
+	return b
+}
+
+// leaderClient is the bucket's leader's client, nil while it has none.
+func (h *harness) leaderClient(ref cluster.BucketRef) *proc {
+	b, err := h.store.Bucket(context.Background(), ref)
+	if err != nil || b.Leader == "" {
+		return nil
+	}
+	return h.nodes[b.Leader]
+}
+
+// writeLoop sends the writer's calls to the bucket's leader, each until it
+// is acknowledged, sending it again (to whichever node leads then) after
+// an error or when no answer came in 3 s.
+func (h *harness) writeLoop(ctx context.Context, w *writer, ref cluster.BucketRef, hist *history) {
+	for ctx.Err() == nil {
+		p := h.leaderClient(ref)
+		if p == nil {
+			time.Sleep(5 * time.Millisecond) // no leader now: the controller elects one
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		err := w.call(cctx, p.cl, "t")
+		cancel()
+		if err == nil {
+			hist.ack(w.ids())
+			hist.mu.Lock()
+			hist.lastAck = time.Now()
+			hist.ackedBy[w.ids()[0]/10] = p.id + " at " + hist.lastAck.Format("15:04:05.000")
+			hist.mu.Unlock()
+			w.seq++
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		switch status.Code(err) {
+		case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:
+			hist.mu.Lock()
+			hist.retries++
+			hist.mu.Unlock()
+			time.Sleep(5 * time.Millisecond) // a failed node or a leader change: ask again
+		default:
+			hist.mu.Lock()
+			hist.bad = append(hist.bad, fmt.Errorf("writer %d call %d on %s: %w", w.id, w.seq, p.id, err))
+			hist.mu.Unlock()
+			return
+		}
+	}
+}
+
+// readLoop reads every row from a random running node, now and then.
+func (h *harness) readLoop(ctx context.Context, hist *history) {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		var live []*proc
+		h.mu.Lock()
+		for _, id := range h.order {
+			if p := h.nodes[id]; p.cmd != nil && !p.paused {
+				live = append(live, p)
+			}
+		}
+		h.mu.Unlock()
+		if len(live) == 0 {
+			continue
+		}
+		p := live[rand.IntN(len(live))]
+		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		ids, err := queryInts(cctx, p.cl, "SELECT id FROM t")
+		cancel()
+		if err != nil {
+			continue // a node that is going or coming back
+		}
+		hist.mu.Lock()
+		hist.reads++
+		for _, id := range ids {
+			hist.seen[id] = true
+		}
+		hist.mu.Unlock()
+	}
+}
+
+// sameBytes opens bucket b of table id on every node's disk (the nodes
+// stopped) and checks that they hold the same bytes at the same offsets
+// up to the least high watermark.
+func (h *harness) sameBytes(id int64, b int) {
+	h.t.Helper()
+	type replica struct {
+		node string
+		log  cluster.Log
+	}
+	var reps []replica
+	hw := int64(-1)
+	for _, node := range h.order {
+		tl, err := columnarlog.OpenTable(filepath.Join(h.nodes[node].dir, "tables", strconv.FormatInt(id, 10)), 1, columnarlog.Options{Replicated: true})
+		if err != nil {
+			h.t.Fatalf("%s: open its log: %v", node, err)
+		}
+		defer tl.Close()
+		l := cluster.BucketLog(tl, b)
+		reps = append(reps, replica{node, l})
+		if w := l.HighWatermark(); hw < 0 || w < hw {
+			hw = w
+		}
+	}
+	var want []byte
+	for _, r := range reps {
+		var got []byte
+		for from := int64(0); from < hw; {
+			chunk, err := r.log.Read(from, 1<<20)
+			if err != nil || len(chunk) == 0 {
+				h.t.Fatalf("%s: read from %d below the watermark %d: %v", r.node, from, hw, err)
+			}
+			for rest := chunk; len(rest) > 0; {
+				batch := columnarlog.Batch(rest)
+				from, rest = batch.NextOffset(), rest[batch.Size():]
+			}
+			got = append(got, chunk...)
+		}
+		if want == nil {
+			want = got
+			// Each idempotent call's batch once in the log.
+			type call struct {
+				writer int64
+				seq    int32
+			}
+			at := map[call]string{}
+			for rest := got; len(rest) > 0; {
+				batch := columnarlog.Batch(rest)
+				c := call{batch.WriterID(), batch.WriterSeq()}
+				where := fmt.Sprintf("offset %d epoch %d", batch.BaseOffset(), batch.LeaderEpoch())
+				if first, ok := at[c]; ok && c.writer != 0 {
+					h.t.Errorf("%s: the batch of writer %d call %d is stored twice: at %s and at %s", r.node, c.writer, c.seq, first, where)
+				}
+				at[c] = where
+				rest = rest[batch.Size():]
+			}
+			continue
+		}
+		if !bytes.Equal(got, want) {
+			h.t.Fatalf("replicas %s and %s differ below the high watermark %d", reps[0].node, r.node, hw)
+		}
+	}
+	h.t.Logf("replicas byte-identical up to the high watermark %d (%d bytes each)", hw, len(want))
+}
