@@ -1,6 +1,7 @@
 """Privileges with ADBC's username/password (docs/security.md,
 "Authorization"): a user without a grant is refused, GRANT SELECT lets it
-read, REVOKE refuses it again, and GetTables lists only what it may see."""
+read, REVOKE refuses it again, and GetTables lists only what it may see;
+GRANT and REVOKE are in the audit log; roles grant through roles."""
 import pytest
 
 from conftest import Server
@@ -57,6 +58,12 @@ def test_grant_and_revoke_select(auth_server):
     with pytest.raises(Exception, match="(?i)permission denied for table"):
         query(alice, "SELECT count(*) AS n FROM t")
     assert table_names(alice) == []
+    # GRANT and REVOKE are privilege events of the audit log, which alice may not read.
+    events = query(admin, "SELECT kind, \"user\", statement, outcome FROM lakestream.audit WHERE kind = 'privilege'").to_pylist()
+    assert {"kind": "privilege", "user": "admin", "statement": "GRANT SELECT ON TABLE t TO alice", "outcome": "ok"} in events
+    assert {"kind": "privilege", "user": "admin", "statement": "REVOKE SELECT ON TABLE t FROM alice", "outcome": "ok"} in events
+    with pytest.raises(Exception, match="(?i)permission denied"):
+        query(alice, "SELECT count(*) FROM lakestream.audit")
     alice.close()
     admin.close()
 
