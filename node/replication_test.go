@@ -23,7 +23,7 @@ import (
 // testCluster is nodes of one process sharing a metadata store (a SQLite
 // file: nodes on one host may share one).
 type testCluster struct {
-	t     *testing.T
+	t     testing.TB
 	meta  string
 	seed  string
 	nodes map[string]*clusterNode
@@ -35,12 +35,12 @@ type clusterNode struct {
 	done chan error
 }
 
-func newTestCluster(t *testing.T, ids ...string) *testCluster {
+func newTestCluster(t testing.TB, ids ...string) *testCluster {
 	return newTestClusterOn(t, "sqlite://"+filepath.Join(t.TempDir(), "meta.db"), ids...)
 }
 
 // newTestClusterOn starts nodes whose metadata store is metaURI.
-func newTestClusterOn(t *testing.T, metaURI string, ids ...string) *testCluster {
+func newTestClusterOn(t testing.TB, metaURI string, ids ...string) *testCluster {
 	c := &testCluster{t: t, meta: metaURI, nodes: map[string]*clusterNode{}}
 	for _, id := range ids {
 		c.start(id, t.TempDir())
