@@ -55,6 +55,10 @@ func OpenPostgres(ctx context.Context, url string, cfg Config) (*Catalog, error)
 	}
 	where := fmt.Sprintf("postgres %s@%s/%s", pc.User, pc.Host, pc.Database) // no password in errors
 	pc.RuntimeParams["search_path"] = pgSchema
+	// A node that stops inside a write transaction would hold the change
+	// counter's lock that every other node's DDL waits for: the server
+	// ends such a session after 2 s, and the node's transaction fails.
+	pc.RuntimeParams["idle_in_transaction_session_timeout"] = "2000"
 	db := stdlib.OpenDB(*pc)
 	db.SetMaxOpenConns(pgMaxConns)
 	db.SetMaxIdleConns(pgMaxConns)

@@ -87,11 +87,7 @@ func (c *Controller) Step(ctx context.Context) error {
 			}
 			continue
 		}
-		if next.Leader != b.Leader {
-			c.Logger.Info("bucket leader elected", "bucket", b.Key.String(), "leader", next.Leader, "epoch", next.Epoch, "was", b.Leader, "isr", next.ISR)
-		} else {
-			c.Logger.Info("bucket in-sync set shrunk: members not alive", "bucket", b.Key.String(), "isr", next.ISR, "was", b.ISR)
-		}
+		c.Logger.Info("bucket leader elected", "bucket", b.Key.String(), "leader", next.Leader, "epoch", next.Epoch, "was", b.Leader, "isr", next.ISR)
 	}
 	return errors.Join(errs...)
 }

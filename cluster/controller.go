@@ -38,20 +38,20 @@ func placementKey(ref BucketRef) string {
 //     next epoch, so the former leader is fenced) until one returns: a
 //     replica that is not in sync may lack acknowledged writes, so it is
 //     never elected (no unclean election).
-//   - With a live leader, in-sync members that are not alive leave the set
-//     at once, so acknowledgements stop waiting for them without waiting
-//     for the leader's lag limit. The epoch stays.
+//   - A live leader's in-sync set is the leader's to change (a follower
+//     that falls behind for Config.ReplicaLagMax leaves it): the
+//     controller's view of who is alive is gossip's, which may be wrong
+//     for a moment (a node busy or paused), and taking a live, caught-up
+//     follower out would let the high watermark pass what it holds for
+//     nothing. The fault tests saw such a view shrink a set to its leader
+//     alone, leaving no replica to elect when the leader then failed.
 func Decide(st meta.Bucket, alive func(id string) bool) (meta.Bucket, bool) {
+	if st.Leader != "" && alive(st.Leader) {
+		return st, false
+	}
 	liveISR := slices.DeleteFunc(slices.Clone(st.ISR), func(id string) bool { return !alive(id) })
 	next := st
 	next.Replicas = slices.Clone(st.Replicas)
-	if st.Leader != "" && alive(st.Leader) {
-		if len(liveISR) == len(st.ISR) {
-			return st, false
-		}
-		next.ISR = liveISR
-		return next, true
-	}
 	leader := ""
 	for _, id := range st.Replicas {
 		if slices.Contains(liveISR, id) {

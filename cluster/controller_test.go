@@ -22,7 +22,7 @@ func TestDecide(t *testing.T) {
 		ok    bool
 	}{
 		{"all alive", st("a", 1, "a", "b", "c"), []string{"a", "b", "c"}, st("a", 1, "a", "b", "c"), false},
-		{"follower dies: out of sync, same epoch", st("a", 1, "a", "b", "c"), []string{"a", "b"}, st("a", 1, "a", "b"), true},
+		{"follower dies: the leader's to take out", st("a", 1, "a", "b", "c"), []string{"a", "b"}, st("a", 1, "a", "b", "c"), false},
 		{"leader dies: next in placement order", st("a", 1, "a", "b", "c"), []string{"b", "c"}, st("b", 2, "b", "c"), true},
 		{"leader dies: skip a replica out of sync", st("a", 1, "a", "c"), []string{"b", "c"}, st("c", 2, "c"), true},
 		{"no in-sync replica alive: offline, fenced", st("a", 1, "a"), []string{"b", "c"}, st("", 2, "a"), true},

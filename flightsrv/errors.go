@@ -70,7 +70,7 @@ func toStatus(err error) error {
 		code = codes.ResourceExhausted
 	case errors.Is(err, columnarlog.ErrOffsetOutOfRange):
 		code = codes.OutOfRange
-	case errors.Is(err, errUnsupported), errors.Is(err, arrowmsg.ErrUnsupported):
+	case errors.Is(err, errUnsupported), errors.Is(err, arrowmsg.ErrUnsupported), errors.Is(err, errors.ErrUnsupported):
 		code = codes.Unimplemented // e.g. a union column in an ingest stream
 	case errors.Is(err, tables.ErrWriteConflict):
 		code = codes.Aborted // concurrent writes kept changing the rows: run the statement again

@@ -152,7 +152,7 @@ func TestSingleNodeHasNoGossip(t *testing.T) {
 
 // freeLoopbackAddr is a loopback address whose TCP and UDP ports were both
 // free a moment ago (gossip binds both).
-func freeLoopbackAddr(t *testing.T) string {
+func freeLoopbackAddr(t testing.TB) string {
 	t.Helper()
 	for range 50 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")

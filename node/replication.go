@@ -304,7 +304,7 @@ func ref(tableID int64, b int) cluster.BucketRef {
 // comes with the store's assignment.
 func (r *replication) Opened(def *catalog.Table, log *columnarlog.TableLog) error {
 	if def.HasPrimaryKey() {
-		return fmt.Errorf("table %s has a primary key: primary-key tables are not replicated yet (docs/cluster.md)", def.FullName())
+		return fmt.Errorf("table %s has a primary key: %w: primary-key tables are not replicated yet (docs/cluster.md)", def.FullName(), errors.ErrUnsupported)
 	}
 	var errs []error
 	for b := range log.Buckets() {

@@ -138,7 +138,7 @@ func liveHeap() int64 {
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
 
 // waitUntil waits until cond holds, failing the test after two minutes.
-func waitUntil(t *testing.T, cond func() bool) {
+func waitUntil(t testing.TB, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for !cond() {

@@ -26,6 +26,11 @@ func OpenPostgres(ctx context.Context, uri string) (*Postgres, error) {
 	return OpenPostgresWith(ctx, uri, Options{})
 }
 
+// idleInTxTimeout is PostgreSQL's idle_in_transaction_session_timeout on
+// the store's sessions, in milliseconds: below the controller lease's 3 s,
+// so that a frozen node cannot keep the others from taking the lease over.
+const idleInTxTimeout = "2000"
+
 // migrateLockKey is the advisory lock that keeps two nodes starting at once
 // from migrating the schema together ("lkst" in ASCII).
 const migrateLockKey = 0x6c6b7374
@@ -41,6 +46,11 @@ func OpenPostgresWith(ctx context.Context, uri string, opts Options) (*Postgres,
 	if err != nil {
 		return nil, fmt.Errorf("open metadata store: %w", err)
 	}
+	// A node that stops inside a write transaction (frozen, swapping, a
+	// long pause) holds the write lock that every other node's writes
+	// wait for: the server ends such a session after idleInTxTimeout, the
+	// lock goes, and the node's own transaction fails.
+	cfg.RuntimeParams["idle_in_transaction_session_timeout"] = idleInTxTimeout
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(opts.MaxConns)
 	db.SetMaxIdleConns(opts.MaxConns)

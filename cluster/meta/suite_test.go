@@ -134,3 +134,44 @@ func runSuite(t *testing.T, newEnv func(t *testing.T) *env) {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newEnv(t)) })
 	}
 }
+
+// A node that stops inside a write transaction — frozen, as the cluster's
+// fault tests freeze a leader with SIGSTOP — holds the write lock that
+// every other write waits for. The server ends its session once it is idle
+// in the transaction for idleInTxTimeout, and the others' writes go on:
+// here a lease is taken over while another handle's transaction holds the
+// lock and does nothing more. Without the timeout the acquisition waits
+// until its deadline.
+func TestPostgresFrozenWriterReleasesTheLock(t *testing.T) {
+	srv := pgtest.ForTest(t, pgtest.Options{Settings: []string{"fsync=off"}})
+	uri, err := srv.CreateDatabase(context.Background(), "frozen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	frozen, err := OpenPostgres(context.Background(), uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeStore(t, frozen)
+	other, err := OpenPostgres(context.Background(), uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeStore(t, other)
+	tx, err := frozen.db.BeginTx(context.Background(), frozen.d.txOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(context.Background(), frozen.d.lockWrites); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := other.AcquireLease(ctx, "controller", "n2", 3*time.Second); err != nil {
+		t.Fatalf("a lease while another session holds the write lock, idle: %v", err)
+	}
+	if _, err := tx.ExecContext(context.Background(), "SELECT 1"); err == nil {
+		t.Fatal("the frozen session's transaction went on after the server ended it")
+	}
+}

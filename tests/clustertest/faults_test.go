@@ -383,8 +383,22 @@ func (h *harness) sameBytes(id int64, b int) {
 			continue
 		}
 		if !bytes.Equal(got, want) {
-			h.t.Fatalf("replicas %s and %s differ below the high watermark %d", reps[0].node, r.node, hw)
+			h.t.Fatalf("replicas %s and %s differ below the high watermark %d: %s", reps[0].node, r.node, hw, firstDifference(want, got))
 		}
 	}
 	h.t.Logf("replicas byte-identical up to the high watermark %d (%d bytes each)", hw, len(want))
+}
+
+// firstDifference describes the first batch at which two replicas' bytes
+// differ.
+func firstDifference(a, b []byte) string {
+	for len(a) > 0 && len(b) > 0 {
+		x, y := columnarlog.Batch(a), columnarlog.Batch(b)
+		if !bytes.Equal(a[:x.Size()], b[:min(y.Size(), len(b))]) {
+			return fmt.Sprintf("at offset %d: a batch of epoch %d, %d rows, writer %d call %d against one at offset %d of epoch %d, %d rows, writer %d call %d",
+				x.BaseOffset(), x.LeaderEpoch(), x.RecordCount(), x.WriterID(), x.WriterSeq(), y.BaseOffset(), y.LeaderEpoch(), y.RecordCount(), y.WriterID(), y.WriterSeq())
+		}
+		a, b = a[x.Size():], b[y.Size():]
+	}
+	return fmt.Sprintf("one holds %d more bytes", len(a)+len(b))
 }

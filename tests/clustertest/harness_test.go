@@ -135,6 +135,8 @@ func (h *harness) start(id string) {
 	}
 	cmd := exec.Command(h.bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	// The nodes die with the test, also when it is killed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		h.t.Fatal(err)
 	}
