@@ -247,6 +247,29 @@ func (c *Catalog) ForgetDatabase(ctx context.Context, db string) error {
 	})
 }
 
+// forgetUser deletes, in w, the privileges and role memberships of the
+// user with id, which is being dropped. Its ids are never reused, so
+// rows left behind would name nobody; they are deleted to keep the
+// catalog clean.
+func (w *change) forgetUser(id int64) error {
+	p := Principal{ID: id}
+	if err := w.exec(`DELETE FROM privileges WHERE grantee_role = 0 AND grantee_id = ?`, id); err != nil {
+		return err
+	}
+	if err := w.exec(`DELETE FROM role_members WHERE member_role = 0 AND member_id = ?`, id); err != nil {
+		return err
+	}
+	next := w.grants.clone()
+	delete(next.memberOf, p)
+	for k := range next.privs {
+		if k.grantee == p {
+			delete(next.privs, k)
+		}
+	}
+	w.nextGrants = next
+	return nil
+}
+
 func b2i(b bool) int64 {
 	if b {
 		return 1

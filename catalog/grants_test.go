@@ -253,6 +253,26 @@ func testGrantsOwnerAndRecreate(t *testing.T, b backend) {
 	if got := c.Grants().Held(u.ID, DatabaseObject("")); got != PrivCreate {
 		t.Fatalf("forgetting d took the default database's privileges: held %q", got)
 	}
+	if _, err := c.CreateRole(ctx, "readers", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.GrantRole(ctx, "readers", Principal{ID: u.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DropUser(ctx, "alice", false); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	c = b.open(t, path)
+	defer c.Close()
+	for _, g := range c.Grants().List() {
+		if g.Grantee == (Principal{ID: u.ID}) {
+			t.Fatalf("a dropped user's privilege is left: %+v", g)
+		}
+	}
+	if roles := c.Grants().MemberOf(Principal{ID: u.ID}); len(roles) != 0 {
+		t.Fatalf("a dropped user is left a member of %v", roles)
+	}
 	if _, _, err := c.CreateUser(ctx, "r", "h", false, false); err != nil {
 		t.Fatal(err)
 	}

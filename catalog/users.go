@@ -166,8 +166,9 @@ func (c *Catalog) SetPassword(ctx context.Context, name, passwordHash string) (*
 	return out, nil
 }
 
-// DropUser deletes a user, which revokes its tokens; with ifExists a
-// missing user returns (nil, nil).
+// DropUser deletes a user, which revokes its tokens, with its privileges
+// and role memberships (what it owns is left without an owner); with
+// ifExists a missing user returns (nil, nil).
 func (c *Catalog) DropUser(ctx context.Context, name string, ifExists bool) (*User, error) {
 	var dropped *User
 	err := c.write(ctx, func(w *change) error {
@@ -180,6 +181,9 @@ func (c *Catalog) DropUser(ctx context.Context, name string, ifExists bool) (*Us
 		}
 		w.what = "drop user " + quoteName(name)
 		if err := w.exec(`DELETE FROM users WHERE id = ?`, old.ID); err != nil {
+			return err
+		}
+		if err := w.forgetUser(old.ID); err != nil { // grants_store.go
 			return err
 		}
 		w.nextUsers = w.users.with(nil, name)
