@@ -388,9 +388,35 @@ func (m *Membership) poll() {
 	if left {
 		return
 	}
+	// memberlist's Members returns its own nodes, which it changes under
+	// a lock of its own: only their names (set once) are read here; the
+	// addresses and meta come from its events, which it sends under that
+	// lock.
 	live := m.ml.Members()
-	for _, n := range live {
-		m.refresh(n, m.liveState(n.Name, len(live)))
+	names := make([]string, len(live))
+	for i, n := range live {
+		names[i] = n.Name
+	}
+	for _, name := range names {
+		m.setState(name, m.liveState(name, len(names)))
+	}
+}
+
+// setState records a known member's state (alive or suspect, as poll
+// finds it); it reports the member when its state changed.
+func (m *Membership) setState(name string, st State) {
+	m.mu.Lock()
+	mb, seen := m.members[name]
+	if !seen || mb.State == st {
+		m.mu.Unlock() // unknown yet: its join event adds it
+		return
+	}
+	mb.State, mb.Since = st, time.Now()
+	m.members[name] = mb
+	m.mu.Unlock()
+	m.cfg.Logger.Info("cluster member", "member", mb.ID, "state", string(mb.State), "gossip", mb.Gossip, "flight", mb.Flight)
+	if m.cfg.OnChange != nil {
+		m.cfg.OnChange(mb)
 	}
 }
 

@@ -235,6 +235,7 @@ func (s *Store) openLog(def *catalog.Table, create bool) (*Table, error) {
 	}
 	t := &Table{store: s, log: tl, mem: s.cfg.Mem, cache: s.cache, limit: s.cfg.Limits,
 		writers: newWriters(tl.Writers(), s.cfg.Log.WriterExpiry, s.cfg.Log.Now)}
+	t.writers.replicated = s.cfg.Replication != nil
 	t.def.Store(def)
 	if def.HasPrimaryKey() {
 		if err := s.openPK(t, dir); err != nil {

@@ -55,6 +55,10 @@ type writers struct {
 	// log holds the former leader's writes). An entry synced at an older
 	// generation is read again from the log before its next call.
 	gen atomic.Int64
+	// replicated says that the log also gains writes this node does not
+	// make (a follower's), at any time: every call reads its writer from
+	// the log first.
+	replicated bool
 
 	mu struct {
 		sync.Mutex
@@ -97,13 +101,17 @@ func newWriters(fromLog map[int64]columnarlog.WriterState, expiry time.Duration,
 // again before its next call.
 func (w *writers) logChanged() { w.gen.Add(1) }
 
-// sync reads the writer's state from the log when the log changed since
-// the entry last did (or the entry is new and the log may hold the writer
-// from another node), holding the writer's turn. On a single node the
-// log holds nothing the entries do not know, and the read finds the same.
+// sync reads the writer's state from the log, holding the writer's turn:
+// on every call of a replicated table, whose log gains the writes of other
+// leaders while this node follows (a node that acknowledged call 401 as
+// leader, then followed while calls 402–404 went elsewhere, must not take
+// 405 for out of order, as the fault rounds saw); on a single node when
+// the log changed since the entry last did, or the entry is new. There
+// the log holds nothing the entries do not know, and the read finds the
+// same.
 func (w *writers) sync(e *writerEntry, id int64, log *columnarlog.TableLog) {
 	gen := w.gen.Load()
-	if e.gen == gen {
+	if e.gen == gen && !w.replicated {
 		return
 	}
 	// The log is the truth for every call that stored rows; a call that

@@ -356,11 +356,13 @@ func (h *harness) sameBytes(id int64, b int) {
 			if err != nil || len(chunk) == 0 {
 				h.t.Fatalf("%s: read from %d below the watermark %d: %v", r.node, from, hw, err)
 			}
-			for rest := chunk; len(rest) > 0; {
+			// Whole batches below the watermark only: above it the
+			// replicas may differ (a tail not yet acknowledged).
+			for rest := chunk; len(rest) > 0 && from < hw; {
 				batch := columnarlog.Batch(rest)
+				got = append(got, rest[:batch.Size()]...)
 				from, rest = batch.NextOffset(), rest[batch.Size():]
 			}
-			got = append(got, chunk...)
 		}
 		if want == nil {
 			want = got
