@@ -231,16 +231,13 @@ func (r *replication) start(ctx context.Context, g *grpc.Server) error {
 // nodeLease is the name of node id's own lease.
 func nodeLease(id string) string { return "node/" + id }
 
-// renewLease takes or renews the node's own lease. Another holder of it is
-// another node with this node's id: refused, loudly.
+// renewLease takes or renews the node's own lease (held under the node's
+// id: a node restarted after a crash renews the lease it held).
 func (r *replication) renewLease(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, nodeLeaseTTL)
 	defer cancel()
 	l, err := r.store.AcquireLease(ctx, nodeLease(r.self), r.self, nodeLeaseTTL)
 	if err != nil {
-		if errors.Is(err, meta.ErrLeaseHeld) {
-			return fmt.Errorf("the node lease of %q is held by another process: is another node running with --node-id %s? (%w)", r.self, r.self, err)
-		}
 		return fmt.Errorf("node lease: %w", err)
 	}
 	r.lease.Lock()
