@@ -28,6 +28,17 @@ const (
 	// watchEvery is how often a node polls the metadata store's change
 	// counter for new assignments.
 	watchEvery = 50 * time.Millisecond
+	// nodeLeaseTTL is the length of a node's own lease in the metadata
+	// store, renewed every nodeLeaseEvery: the controller takes a node
+	// whose lease expired for failed, whatever gossip says yet (Kafka's
+	// brokers hold such a session with their controller). It bounds how
+	// long a failed leader goes unnoticed; gossip, with the `lan` timing,
+	// takes 4–24 s.
+	nodeLeaseTTL   = 1500 * time.Millisecond
+	nodeLeaseEvery = 250 * time.Millisecond
+	// controllerLeaseTTL is the controller lease's length: how long the
+	// cluster is without a controller when its holder fails.
+	controllerLeaseTTL = 2 * time.Second
 	// checkpointEvery is how often the high watermarks are written to
 	// disk: a follower that restarts starts from its checkpoint, and
 	// learns the rest from its leader.
@@ -105,6 +116,14 @@ type replication struct {
 	members func() *membership.Membership // nil until gossip starts
 	tables  func() *tables.Store          // nil until the tables are open
 	logger  *slog.Logger
+
+	// lease is this node's own lease (nodeLeaseTTL), held while it runs.
+	lease struct {
+		sync.Mutex
+		held  meta.Lease
+		ok    bool
+		alive map[string]leaseSeen // other nodes' leases as last read
+	}
 
 	mu   sync.Mutex
 	logs map[int64]openTable // by table id
@@ -188,14 +207,18 @@ func (r *replication) start(ctx context.Context, g *grpc.Server) error {
 			}
 		}
 	}
+	if err := r.renewLease(ctx); err != nil {
+		return err
+	}
 	cluster.Register(g, r.reps)
-	ctx, cancel := context.WithCancel(context.Background())
+	loops, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	run := func(f func(context.Context)) {
 		wg.Add(1)
-		go func() { defer wg.Done(); f(ctx) }()
+		go func() { defer wg.Done(); f(loops) }()
 	}
-	ctl := &cluster.Controller{Self: r.self, Store: r.store, Alive: r.alive, Logger: r.logger}
+	ctl := &cluster.Controller{Self: r.self, Store: r.store, Alive: r.alive, LeaseTTL: controllerLeaseTTL, Logger: r.logger}
+	run(r.holdLease)
 	run(ctl.Run)
 	run(func(ctx context.Context) {
 		cluster.Watch(ctx, r.store, r.reps, r.minInsync, r.addr, watchEvery, r.wake)
@@ -203,6 +226,86 @@ func (r *replication) start(ctx context.Context, g *grpc.Server) error {
 	run(r.checkpoints)
 	r.stop = func() { cancel(); wg.Wait() }
 	return nil
+}
+
+// nodeLease is the name of node id's own lease.
+func nodeLease(id string) string { return "node/" + id }
+
+// renewLease takes or renews the node's own lease (held under the node's
+// id: a node restarted after a crash renews the lease it held).
+func (r *replication) renewLease(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, nodeLeaseTTL)
+	defer cancel()
+	l, err := r.store.AcquireLease(ctx, nodeLease(r.self), r.self, nodeLeaseTTL)
+	if err != nil {
+		return fmt.Errorf("node lease: %w", err)
+	}
+	r.lease.Lock()
+	r.lease.held, r.lease.ok = l, true
+	r.lease.Unlock()
+	return nil
+}
+
+// holdLease renews the node's lease every nodeLeaseEvery until ctx ends,
+// then releases it: a node that stops gracefully is seen gone at once.
+func (r *replication) holdLease(ctx context.Context) {
+	tick := time.NewTicker(nodeLeaseEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			r.lease.Lock()
+			l, ok := r.lease.held, r.lease.ok
+			r.lease.ok = false
+			r.lease.Unlock()
+			if ok {
+				rctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				if err := r.store.ReleaseLease(rctx, l); err != nil && !errors.Is(err, meta.ErrNotFound) {
+					r.logger.Warn("release the node lease", "error", err)
+				}
+				cancel()
+			}
+			return
+		case <-tick.C:
+			if err := r.renewLease(ctx); err != nil && ctx.Err() == nil {
+				r.logger.Warn("renew the node lease", "error", err)
+			}
+		}
+	}
+}
+
+// leaseSeen is another node's lease as last read.
+type leaseSeen struct {
+	at   time.Time // when it was read
+	live bool
+}
+
+// leaseLive says whether node id holds its lease: read from the store at
+// most every nodeLeaseEvery/2 per node (the controller asks per bucket).
+func (r *replication) leaseLive(id string) bool {
+	r.lease.Lock()
+	seen, ok := r.lease.alive[id]
+	r.lease.Unlock()
+	if ok && time.Since(seen.at) < nodeLeaseEvery/2 {
+		return seen.live
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), nodeLeaseTTL)
+	defer cancel()
+	l, err := r.store.Lease(ctx, nodeLease(id))
+	live := true // a store that does not answer says nothing of the node
+	switch {
+	case errors.Is(err, meta.ErrNotFound):
+		live = false
+	case err == nil:
+		live = l.Holder == id
+	}
+	r.lease.Lock()
+	if r.lease.alive == nil {
+		r.lease.alive = map[string]leaseSeen{}
+	}
+	r.lease.alive[id] = leaseSeen{time.Now(), live}
+	r.lease.Unlock()
+	return live
 }
 
 // shutdown stops the loops and every replica's role, then checkpoints the
@@ -222,8 +325,8 @@ func (r *replication) release() error {
 	return errors.Join(r.tr.Close(), closeStore(r.store))
 }
 
-// alive says whether a node is alive or suspect as gossip sees it; this
-// node is alive.
+// alive says whether a node is alive: gossip sees it alive or suspect,
+// and it holds its node lease. This node is alive.
 func (r *replication) alive(id string) bool {
 	if id == r.self {
 		return true
@@ -234,7 +337,7 @@ func (r *replication) alive(id string) bool {
 	}
 	for _, mb := range m.Live() {
 		if mb.ID == id {
-			return true
+			return r.leaseLive(id)
 		}
 	}
 	return false

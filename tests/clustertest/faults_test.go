@@ -60,6 +60,7 @@ type faultCounts struct {
 	rounds   int
 	faults   map[string]int
 	failover []time.Duration // kill -9 of the leader → first acknowledged write after it
+	election []time.Duration // kill -9 of the leader → a new leader stored (as the harness polls it)
 }
 
 // The kinds of fault, in the order rounds take them: every round
@@ -119,6 +120,7 @@ func TestFaultRounds(t *testing.T) {
 			killed := time.Now()
 			h.kill(victim)
 			newLeader(victim)
+			counts.election = append(counts.election, time.Since(killed))
 			h.waitFor(fmt.Sprintf("round %d: a write acknowledged after the kill", round), func() bool {
 				hist.mu.Lock()
 				defer hist.mu.Unlock()
@@ -215,6 +217,9 @@ func TestFaultRounds(t *testing.T) {
 		t.Logf("failover (kill -9 of the leader → first acknowledged write), %d trials: p50 %s, p99 %s, max %s", len(counts.failover),
 			counts.failover[len(counts.failover)/2].Round(time.Millisecond), counts.failover[(len(counts.failover)*99-1)/100].Round(time.Millisecond),
 			counts.failover[len(counts.failover)-1].Round(time.Millisecond))
+		slices.Sort(counts.election)
+		t.Logf("of which to the election: p50 %s, max %s", counts.election[len(counts.election)/2].Round(time.Millisecond),
+			counts.election[len(counts.election)-1].Round(time.Millisecond))
 	}
 	if lost+dup+vanished > 0 {
 		t.Errorf("lost %d acknowledged rows, %d rows stored twice, %d rows read and then gone", lost, dup, vanished)
