@@ -33,7 +33,7 @@ type history struct {
 	reads   int
 	lastAck time.Time
 	ackedBy map[int64]string // by writer id × 10⁸ + call: the node and time of its acknowledgement
-	bad     []error // answers no correct cluster gives
+	bad     []error          // answers no correct cluster gives
 }
 
 func newHistory() *history {
