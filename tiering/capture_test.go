@@ -2,6 +2,8 @@ package tiering
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -134,5 +136,150 @@ func TestReadRangeContinuesInTheLakeMidRead(t *testing.T) {
 	}
 	if len(seen) != 400_000 {
 		t.Fatalf("%d ids read, want the 400,000 of the capture", len(seen))
+	}
+}
+
+// Rounds and retention may overtake a read more than once: the history
+// the read went to ends at the lake's tiered offset of that moment, and
+// by the time the read is back in the log, another round and retention
+// may have deleted the log from there too. The read then goes back to the
+// lake's history, as often as it is overtaken, every row sent once.
+// Without that, it failed with "read from offset A: log holds [B, ...):
+// offset out of range" (TestPKUnionReadDuringRounds, once in about 30
+// runs).
+func TestReadRangeOvertakenTwice(t *testing.T) {
+	e := newLakeEnv(t, Config{})
+	e.exec(`CREATE TABLE bars (id BIGINT NOT NULL, amount DOUBLE, kind VARCHAR)
+		WITH ('log.segment.bytes'='1MiB', 'log.retention'='1ms', 'log.compression'='none')`)
+	tbl := e.table("bars")
+	const n = 100_000 // a batch, and a segment, each ingest
+	e.ingest("bars", 0, n)
+	e.round("bars")
+	e.ingest("bars", n, n)
+	e.ingest("bars", 2*n, n)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	v, err := tbl.Capture(ctx, tables.LayerChangelog)
+	if err != nil || len(v.Ranges) != 1 || v.Ranges[0].From != 0 {
+		t.Fatalf("capture: %+v, %v", v, err)
+	}
+	retainPast(t, e, tbl, 0, 0) // the read starts in the history: [0, n) from the lake
+	seen := map[int64]int{}
+	count := func(rec arrow.RecordBatch) {
+		ids := rec.Column(0).(*array.Int64)
+		for i := 0; i < ids.Len(); i++ {
+			seen[ids.Value(i)]++
+		}
+	}
+	first := true
+	err = tbl.ReadRange(ctx, v.Ranges[0], []int{0}, func(rec arrow.RecordBatch) error {
+		count(rec)
+		if first { // the log from n, where the history ends, goes too
+			first = false
+			e.round("bars")
+			e.ingest("bars", 3*n, 1) // seals the last segment
+			retainPast(t, e, tbl, 0, n)
+		}
+		return nil
+	}, func(b columnarlog.Batch) error {
+		rec, err := tbl.DecodeBatch(b, []int{0})
+		if err != nil {
+			return err
+		}
+		count(rec)
+		rec.Release()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := int64(0); id < 3*n; id++ {
+		if seen[id] != 1 {
+			t.Fatalf("id %d read %d times (%d ids read)", id, seen[id], len(seen))
+		}
+	}
+	if len(seen) != 3*n {
+		t.Fatalf("%d ids read, want the %d of the capture", len(seen), 3*n)
+	}
+}
+
+// The same for a primary-key table's state (the read of its live rows):
+// a reader that planned against the lake's tiered offset A reads [A, B)
+// from the history once retention deleted it, and then, the log having
+// moved past B meanwhile, [B, E) from the history again.
+func TestPKReadRangeOvertakenTwice(t *testing.T) {
+	e := newLakeEnv(t, Config{})
+	e.exec(`CREATE TABLE kv (id BIGINT NOT NULL, amount DOUBLE, kind VARCHAR, PRIMARY KEY (id))
+		WITH ('bucket.num'='1', 'merge-engine'='aggregation', 'log.segment.bytes'='1MiB',
+		'log.retention'='1ms', 'log.compression'='none', 'datalake.freshness'='1h')`)
+	tbl := e.table("kv")
+	const keys = 5000 // with kind's 256 bytes, a write of them all fills a segment
+	all := make([]int64, keys)
+	for i := range all {
+		all[i] = int64(i)
+	}
+	model := map[int64]pkRow{}
+	write := func(ids []int64, v float64) {
+		kind := fmt.Sprintf("%0256g", v)
+		upsertKV(t, tbl, model, ids, func(int64) *float64 { return ptr(v) }, func(int64) *string { return &kind })
+	}
+	write(all, 0)
+	e.round("kv")
+	write(all, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	v, err := tbl.Capture(ctx, tables.LayerTable)
+	if err != nil || len(v.Ranges) != 1 {
+		t.Fatalf("capture: %+v, %v", v, err)
+	}
+	r := v.Ranges[0] // [A, ...), A the lake's tiered offset
+	e.round("kv")    // the lake to B
+	// The lower half of the keys again, twice: the upper half stays live
+	// in [A, B), and the segment holding it is sealed.
+	write(all[:keys/2], 2)
+	write(all[:keys/2], 3)
+	retainPast(t, e, tbl, 0, r.From)
+	b := tbl.Tiered()[0]
+	want := maps.Clone(model) // ReadRange reads the state as of its call
+	got := map[int64]pkRow{}
+	first := true
+	err = tbl.ReadRange(ctx, r, nil, func(rec arrow.RecordBatch) error {
+		if first { // [A, B) comes from the history: the log moves past B
+			first = false
+			e.round("kv")
+			write(all, 4)
+			retainPast(t, e, tbl, 0, b)
+		}
+		rec.Retain()
+		one, err := readKV(ctx, scan.NewPlan(rec.Schema(), []scan.Part{recPart{rec}}))
+		for id, row := range one {
+			if _, dup := got[id]; dup {
+				return fmt.Errorf("key %d read twice", id)
+			}
+			got[id] = row
+		}
+		return err
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := diffKV(got, want); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// retainPast applies retention until bucket's log starts above off, the
+// segments below the lake's tiered offset being old enough to go at once
+// (log.retention 1ms).
+func retainPast(t testing.TB, e *lakeEnv, tbl *tables.Table, bucket int, off int64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for tbl.Log().Bucket(bucket).Stats().Start <= off {
+		if _, err := e.store.ApplyRetention(); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("bucket %d: retention left the log starting at %d, at or below %d, for 30 s", bucket, tbl.Log().Bucket(bucket).Stats().Start, off)
+		}
 	}
 }
