@@ -93,24 +93,12 @@ func TestReadRangeContinuesInTheLakeMidRead(t *testing.T) {
 		t.Fatalf("capture: %+v, %v", v, err)
 	}
 	r := v.Ranges[0]
-	seen := map[int64]int{}
-	count := func(rec arrow.RecordBatch) {
-		ids := rec.Column(0).(*array.Int64)
-		for i := 0; i < ids.Len(); i++ {
-			seen[ids.Value(i)]++
-		}
-	}
+	seen := idCounts{}
 	first := true
-	err = tbl.ReadRange(ctx, r, []int{0}, func(rec arrow.RecordBatch) error {
-		count(rec)
-		return nil
-	}, func(b columnarlog.Batch) error {
-		rec, err := tbl.DecodeBatch(b, []int{0})
-		if err != nil {
+	err = tbl.ReadRange(ctx, r, []int{0}, seen.add, func(b columnarlog.Batch) error {
+		if err := seen.addBatch(tbl, b); err != nil {
 			return err
 		}
-		count(rec)
-		rec.Release()
 		if first { // tier everything and let retention delete what the read has not reached
 			first = false
 			e.round("bars")
@@ -129,13 +117,40 @@ func TestReadRangeContinuesInTheLakeMidRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for id := int64(0); id < 400_000; id++ {
-		if seen[id] != 1 {
-			t.Fatalf("id %d read %d times (%d ids read)", id, seen[id], len(seen))
+	seen.check(t, 400_000)
+}
+
+// idCounts counts the ids (column 0) a read sends: records from the lake's
+// history, stored batches from the log.
+type idCounts map[int64]int
+
+func (c idCounts) add(rec arrow.RecordBatch) error {
+	ids := rec.Column(0).(*array.Int64)
+	for i := 0; i < ids.Len(); i++ {
+		c[ids.Value(i)]++
+	}
+	return nil
+}
+
+func (c idCounts) addBatch(tbl *tables.Table, b columnarlog.Batch) error {
+	rec, err := tbl.DecodeBatch(b, []int{0})
+	if err != nil {
+		return err
+	}
+	defer rec.Release()
+	return c.add(rec)
+}
+
+// check fails the test unless the ids read are [0, n), each once.
+func (c idCounts) check(t testing.TB, n int64) {
+	t.Helper()
+	for id := int64(0); id < n; id++ {
+		if c[id] != 1 {
+			t.Fatalf("id %d read %d times (%d ids read)", id, c[id], len(c))
 		}
 	}
-	if len(seen) != 400_000 {
-		t.Fatalf("%d ids read, want the 400,000 of the capture", len(seen))
+	if int64(len(c)) != n {
+		t.Fatalf("%d ids read, want the %d of the capture", len(c), n)
 	}
 }
 
@@ -164,43 +179,21 @@ func TestReadRangeOvertakenTwice(t *testing.T) {
 		t.Fatalf("capture: %+v, %v", v, err)
 	}
 	retainPast(t, e, tbl, 0, 0) // the read starts in the history: [0, n) from the lake
-	seen := map[int64]int{}
-	count := func(rec arrow.RecordBatch) {
-		ids := rec.Column(0).(*array.Int64)
-		for i := 0; i < ids.Len(); i++ {
-			seen[ids.Value(i)]++
-		}
-	}
+	seen := idCounts{}
 	first := true
 	err = tbl.ReadRange(ctx, v.Ranges[0], []int{0}, func(rec arrow.RecordBatch) error {
-		count(rec)
 		if first { // the log from n, where the history ends, goes too
 			first = false
 			e.round("bars")
 			e.ingest("bars", 3*n, 1) // seals the last segment
 			retainPast(t, e, tbl, 0, n)
 		}
-		return nil
-	}, func(b columnarlog.Batch) error {
-		rec, err := tbl.DecodeBatch(b, []int{0})
-		if err != nil {
-			return err
-		}
-		count(rec)
-		rec.Release()
-		return nil
-	})
+		return seen.add(rec)
+	}, func(b columnarlog.Batch) error { return seen.addBatch(tbl, b) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	for id := int64(0); id < 3*n; id++ {
-		if seen[id] != 1 {
-			t.Fatalf("id %d read %d times (%d ids read)", id, seen[id], len(seen))
-		}
-	}
-	if len(seen) != 3*n {
-		t.Fatalf("%d ids read, want the %d of the capture", len(seen), 3*n)
-	}
+	seen.check(t, 3*n)
 }
 
 // The same for a primary-key table's state (the read of its live rows):
