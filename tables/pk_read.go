@@ -29,10 +29,10 @@ func (t *Table) pkView() *pkState {
 // does not own the record it is given. Should retention have deleted
 // records of r before the read got to them (rounds tiered them, with a
 // lake), those are read from the lake's history and filtered by st the
-// same way, as often as it happens (readLogOrHistory): the read stays one
-// state. With the column cache and no pruning,
-// the live rows of whole batches come from the cache when st has the same
-// live bits for them as when they were cached (pk_livecache.go).
+// same way, as often as it happens (readRange): the read stays one state.
+// With the column cache and no pruning, the live rows of whole batches
+// come from the cache when st has the same live bits for them as when
+// they were cached (pk_livecache.go).
 func (t *Table) readLive(ctx context.Context, r Range, st *pkState, dec *decoder, prune *pruner, send func(arrow.RecordBatch) error) error {
 	r.To = min(r.To, st.ends[r.Bucket])
 	if dec.cache != nil && prune == nil {
@@ -81,7 +81,7 @@ func (t *Table) readLiveLog(ctx context.Context, r Range, st *pkState, dec *deco
 	}
 	// The history's records carry _offset after cols (changelog.go).
 	hcols := append(slices.Clip(dec.cols), len(t.Def().Columns)+2)
-	return t.readLogOrHistory(ctx, r, hcols, func(rec arrow.RecordBatch) error {
+	return t.readRange(ctx, r, hcols, func(rec arrow.RecordBatch) error {
 		return t.sendLiveHistory(ctx, rec, live, send)
 	}, each)
 }
