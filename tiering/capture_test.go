@@ -2,6 +2,7 @@ package tiering
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"testing"
@@ -273,6 +274,55 @@ func retainPast(t testing.TB, e *lakeEnv, tbl *tables.Table, bucket int, off int
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("bucket %d: retention left the log starting at %d, at or below %d, for 30 s", bucket, tbl.Log().Bucket(bucket).Stats().Start, off)
+		}
+	}
+}
+
+// A subscriber slower than retention: while it holds a record, a round
+// tiers what it has not read and retention deletes it from the log. The
+// subscription goes on from the lake's history where it got to, then the
+// log again, every offset once. Without that it ended with "read at offset
+// N: the log now starts at M: offset out of range".
+func TestFollowOvertakenByRetention(t *testing.T) {
+	e := newLakeEnv(t, Config{})
+	e.exec(`CREATE TABLE bars (id BIGINT NOT NULL, amount DOUBLE, kind VARCHAR)
+		WITH ('log.segment.bytes'='1MiB', 'log.retention'='1ms', 'log.compression'='none')`)
+	tbl := e.table("bars")
+	const n = 100_000 // a batch, and a segment, each ingest
+	for i := range 3 {
+		e.ingest("bars", i*n, n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out := make(chan arrow.RecordBatch) // the reader waits on each record
+	errc := make(chan error, 1)
+	go func() { errc <- tbl.Follow(ctx, 0, 0, []int{0}, out) }()
+	seen := idCounts{}
+	for first := true; len(seen) < 4*n; first = false {
+		select {
+		case rec := <-out:
+			seen.add(rec)
+			rec.Release()
+		case err := <-errc:
+			t.Fatalf("follow ended after %d rows: %v", len(seen), err)
+		}
+		if first { // the reader is in its first segment: the others go
+			e.round("bars")
+			e.ingest("bars", 3*n, n) // seals the last segment, and is read from the log
+			retainPast(t, e, tbl, 0, 3*n-1)
+		}
+	}
+	cancel()
+	for {
+		select {
+		case rec := <-out:
+			rec.Release()
+		case err := <-errc:
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("follow: %v", err)
+			}
+			seen.check(t, 4*n)
+			return
 		}
 	}
 }
