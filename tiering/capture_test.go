@@ -80,13 +80,8 @@ func retentionPassed(tbl *tables.Table, ranges []tables.Range) bool {
 // Retention may also delete the segment after the one a read is in: the
 // read goes on from the lake where the log stopped, sending no row twice.
 func TestReadRangeContinuesInTheLakeMidRead(t *testing.T) {
-	e := newLakeEnv(t, Config{})
-	e.exec(`CREATE TABLE bars (id BIGINT NOT NULL, amount DOUBLE, kind VARCHAR)
-		WITH ('log.segment.bytes'='1MiB', 'log.retention'='1ms', 'log.compression'='none')`)
-	tbl := e.table("bars")
-	for i := range 4 {
-		e.ingest("bars", i*100_000, 100_000) // a batch, and a segment, each
-	}
+	e, tbl := newOneSegmentBars(t, 4)
+	const n = segmentRows
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	v, err := tbl.Capture(ctx, tables.LayerChangelog)
@@ -103,7 +98,7 @@ func TestReadRangeContinuesInTheLakeMidRead(t *testing.T) {
 		if first { // tier everything and let retention delete what the read has not reached
 			first = false
 			e.round("bars")
-			e.ingest("bars", 400_000, 1) // seals the last segment
+			e.ingest("bars", 4*n, 1) // seals the last segment
 			for tbl.Log().Bucket(0).Stats().Start <= b.NextOffset() {
 				if _, err := e.store.ApplyRetention(); err != nil {
 					return err
@@ -118,7 +113,7 @@ func TestReadRangeContinuesInTheLakeMidRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen.check(t, 400_000)
+	seen.check(t, 4*n)
 }
 
 // idCounts counts the ids (column 0) a read sends: records from the lake's
@@ -164,12 +159,8 @@ func (c idCounts) check(t testing.TB, n int64) {
 // offset out of range" (TestPKUnionReadDuringRounds, once in about 30
 // runs).
 func TestReadRangeOvertakenTwice(t *testing.T) {
-	e := newLakeEnv(t, Config{})
-	e.exec(`CREATE TABLE bars (id BIGINT NOT NULL, amount DOUBLE, kind VARCHAR)
-		WITH ('log.segment.bytes'='1MiB', 'log.retention'='1ms', 'log.compression'='none')`)
-	tbl := e.table("bars")
-	const n = 100_000 // a batch, and a segment, each ingest
-	e.ingest("bars", 0, n)
+	e, tbl := newOneSegmentBars(t, 1)
+	const n = segmentRows
 	e.round("bars")
 	e.ingest("bars", n, n)
 	e.ingest("bars", 2*n, n)
@@ -284,14 +275,8 @@ func retainPast(t testing.TB, e *lakeEnv, tbl *tables.Table, bucket int, off int
 // log again, every offset once. Without that it ended with "read at offset
 // N: the log now starts at M: offset out of range".
 func TestFollowOvertakenByRetention(t *testing.T) {
-	e := newLakeEnv(t, Config{})
-	e.exec(`CREATE TABLE bars (id BIGINT NOT NULL, amount DOUBLE, kind VARCHAR)
-		WITH ('log.segment.bytes'='1MiB', 'log.retention'='1ms', 'log.compression'='none')`)
-	tbl := e.table("bars")
-	const n = 100_000 // a batch, and a segment, each ingest
-	for i := range 3 {
-		e.ingest("bars", i*n, n)
-	}
+	e, tbl := newOneSegmentBars(t, 3)
+	const n = segmentRows
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	out := make(chan arrow.RecordBatch) // the reader waits on each record
@@ -312,6 +297,32 @@ func TestFollowOvertakenByRetention(t *testing.T) {
 			retainPast(t, e, tbl, 0, 3*n-1)
 		}
 	}
+	endFollow(t, cancel, out, errc)
+	seen.check(t, 4*n)
+}
+
+// segmentRows is what one ingest into newOneSegmentBars's table writes: a
+// batch, and a segment, each.
+const segmentRows = 100_000
+
+// newOneSegmentBars returns an env with a log table "bars" of one bucket,
+// 1 MiB segments and log.retention 1ms (retention deletes what a round
+// tiered as soon as the next ingest seals its segment), into which ids
+// [0, segments*segmentRows) were ingested, a segment each.
+func newOneSegmentBars(t *testing.T, segments int) (*lakeEnv, *tables.Table) {
+	e := newLakeEnv(t, Config{})
+	e.exec(`CREATE TABLE bars (id BIGINT NOT NULL, amount DOUBLE, kind VARCHAR)
+		WITH ('log.segment.bytes'='1MiB', 'log.retention'='1ms', 'log.compression'='none')`)
+	for i := range segments {
+		e.ingest("bars", i*segmentRows, segmentRows)
+	}
+	return e, e.table("bars")
+}
+
+// endFollow cancels a subscription (Follow sending to out, ending on
+// errc) and waits for it to end, releasing what it still sends.
+func endFollow(t testing.TB, cancel context.CancelFunc, out <-chan arrow.RecordBatch, errc <-chan error) {
+	t.Helper()
 	cancel()
 	for {
 		select {
@@ -321,7 +332,6 @@ func TestFollowOvertakenByRetention(t *testing.T) {
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("follow: %v", err)
 			}
-			seen.check(t, 4*n)
 			return
 		}
 	}
