@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/lakestream/lakestream/internal/proc"
 )
 
 // The Fluss baseline: Apache Fluss (the version pinned in fluss/pom.xml),
@@ -47,7 +49,7 @@ var flussJVM = []string{"-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-
 
 // flussServer is a running Fluss cluster and the driver attached to it.
 type flussServer struct {
-	zk, coord, tablet *server
+	zk, coord, tablet *proc.Process
 	driver            *flussDriver
 	dir               string
 	coordListener     string // FLUSS://127.0.0.1:<port>
@@ -135,7 +137,7 @@ var flussCodecs = map[string]string{"zstd": "ZSTD", "lz4": "LZ4_FRAME", "none": 
 func (f *flussServer) serve(ctx context.Context, cfg Config, java, zkCP, srvCP string) error {
 	ports := make([]int, 3) // zookeeper, coordinator, tablet server
 	for i := range ports {
-		p, err := freePort()
+		p, err := proc.FreePort()
 		if err != nil {
 			return err
 		}
@@ -145,16 +147,16 @@ func (f *flussServer) serve(ctx context.Context, cfg Config, java, zkCP, srvCP s
 	if err != nil {
 		return err
 	}
-	start := func(name string, heap []string, cp, main string, args ...string) (*server, error) {
+	start := func(name string, heap []string, cp, main string, args ...string) (*proc.Process, error) {
 		cmd := exec.Command(java, append(append(slices.Clone(heap), flussJVM...), append([]string{"-cp", cp, main}, args...)...)...)
 		cmd.Dir = f.dir // the servers look for ./plugins
-		return startServer(name, cmd, nil, syscall.SIGTERM)
+		return proc.Start(name, cmd, nil, syscall.SIGTERM)
 	}
 	if f.zk, err = start("zookeeper", []string{"-Xmx512m"}, zkCP, "org.apache.zookeeper.server.ZooKeeperServerMain", zkCfg); err != nil {
 		return err
 	}
 	zkAddr := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	if err := f.zk.waitReady(time.Minute, func() error { return zooKeeperServing(zkAddr) }); err != nil {
+	if err := f.zk.WaitReady(time.Minute, func() error { return zooKeeperServing(zkAddr) }); err != nil {
 		return err
 	}
 	for i, role := range []string{"coordinator", "tablet"} {
@@ -176,9 +178,9 @@ func (f *flussServer) serve(ctx context.Context, cfg Config, java, zkCP, srvCP s
 			f.tablet = s
 		}
 	}
-	for i, s := range []*server{f.coord, f.tablet} {
+	for i, s := range []*proc.Process{f.coord, f.tablet} {
 		addr := fmt.Sprintf("127.0.0.1:%d", ports[1+i])
-		if err := s.waitReady(2*time.Minute, func() error { return listening(addr) }); err != nil {
+		if err := s.WaitReady(2*time.Minute, func() error { return listening(addr) }); err != nil {
 			return err
 		}
 	}
@@ -269,9 +271,9 @@ func listening(addr string) error {
 
 // alive reports the first Fluss process that has exited, with its output.
 func (f *flussServer) alive() error {
-	for _, s := range []*server{f.zk, f.coord, f.tablet} {
+	for _, s := range []*proc.Process{f.zk, f.coord, f.tablet} {
 		if s != nil {
-			if err := s.alive(); err != nil {
+			if err := s.Alive(); err != nil {
 				return err
 			}
 		}
@@ -285,11 +287,11 @@ func (f *flussServer) alive() error {
 func (f *flussServer) stop() error {
 	var errs []error
 	if f.driver != nil {
-		errs = append(errs, f.driver.srv.stop())
+		errs = append(errs, f.driver.srv.Stop())
 	}
-	for _, s := range []*server{f.tablet, f.coord, f.zk} {
+	for _, s := range []*proc.Process{f.tablet, f.coord, f.zk} {
 		if s != nil {
-			errs = append(errs, s.stop())
+			errs = append(errs, s.Stop())
 		}
 	}
 	return errors.Join(append(errs, os.RemoveAll(f.dir))...)

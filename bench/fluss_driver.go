@@ -24,6 +24,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/lakestream/lakestream/internal/proc"
 )
 
 // The Fluss driver (fluss/Driver.java) is one JVM for the whole Run,
@@ -50,7 +52,7 @@ import (
 
 // flussDriver is the running driver.
 type flussDriver struct {
-	srv     *server
+	srv     *proc.Process
 	stdin   io.WriteCloser
 	replies chan string  // its stdout, line by line; closed when it exits
 	cluster func() error // reports a Fluss process that has exited
@@ -93,7 +95,7 @@ func compileDriver(ctx context.Context, dir, clientCP string) (string, error) {
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if b, err := exec.CommandContext(cctx, javac, "-d", tmp, "-cp", clientCP, filepath.Join(tmp, "Driver.java")).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("javac Driver.java: %v: %s", err, tailOf(b, 1500))
+		return "", fmt.Errorf("javac Driver.java: %v: %s", err, proc.Tail(b, 1500))
 	}
 	return out, os.Rename(tmp, out)
 }
@@ -113,11 +115,11 @@ func startDriver(ctx context.Context, java, cp, bootstrap string, cfg Config, cl
 	pr, pw := io.Pipe()
 	cmd.Stdout = pw
 	d := &flussDriver{stdin: stdin, replies: make(chan string), cluster: cluster}
-	if d.srv, err = startServer("fluss driver", cmd, nil, syscall.SIGTERM); err != nil {
+	if d.srv, err = proc.Start("fluss driver", cmd, nil, syscall.SIGTERM); err != nil {
 		return nil, err
 	}
 	go func() {
-		<-d.srv.exited
+		<-d.srv.Exited()
 		pw.Close()
 	}()
 	go func() {
@@ -132,10 +134,10 @@ func startDriver(ctx context.Context, java, cp, bootstrap string, cfg Config, cl
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	if _, err := d.reply(ctx); err != nil {
-		return nil, errors.Join(fmt.Errorf("fluss driver: %w", err), d.srv.stop())
+		return nil, errors.Join(fmt.Errorf("fluss driver: %w", err), d.srv.Stop())
 	}
 	if err := d.checkRows(ctx); err != nil {
-		return nil, errors.Join(err, d.srv.stop())
+		return nil, errors.Join(err, d.srv.Stop())
 	}
 	return d, nil
 }
@@ -182,7 +184,7 @@ func (d *flussDriver) call(ctx context.Context, words ...any) (*flussReply, erro
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if _, err := fmt.Fprintln(d.stdin, words...); err != nil {
-		return nil, fmt.Errorf("fluss driver: %w (%v)", err, d.srv.alive())
+		return nil, fmt.Errorf("fluss driver: %w (%v)", err, d.srv.Alive())
 	}
 	return d.reply(ctx)
 }
@@ -196,8 +198,8 @@ func (d *flussDriver) reply(ctx context.Context) (*flussReply, error) {
 		select {
 		case line, ok := <-d.replies:
 			if !ok {
-				<-d.srv.exited
-				return nil, d.srv.alive()
+				<-d.srv.Exited()
+				return nil, d.srv.Alive()
 			}
 			var r flussReply
 			if err := json.Unmarshal([]byte(line), &r); err != nil {

@@ -20,6 +20,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lakestream/lakestream/internal/proc"
 )
 
 // The Kafka baseline: Apache Kafka (the version pinned in kafka/pom.xml)
@@ -68,7 +70,7 @@ var kafkaJVM = []string{"-Xmx1G", "-Xms1G", "-server", "-XX:+UseG1GC", "-XX:MaxG
 
 // kafkaServer is a running broker and the admin client on it.
 type kafkaServer struct {
-	srv     *server
+	srv     *proc.Process
 	dir     string
 	addr    string
 	version string
@@ -141,7 +143,7 @@ func fetchJars(ctx context.Context, files embed.FS, name, dir string, prog *prog
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "bash", filepath.Join(tmp, "fetch.sh"), abs).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("fetch the jars (bench/%s/fetch.sh %s): %v: %s", name, abs, err, tailOf(out, 1500))
+		return fmt.Errorf("fetch the jars (bench/%s/fetch.sh %s): %v: %s", name, abs, err, proc.Tail(out, 1500))
 	}
 	return nil
 }
@@ -194,17 +196,17 @@ func (k *kafkaServer) serve(ctx context.Context, java, cp string) error {
 	defer cancel()
 	format := exec.CommandContext(fctx, java, "-cp", cp, "kafka.tools.StorageTool", "format", "-t", kafkaClusterID, "-c", props)
 	if out, err := format.CombinedOutput(); err != nil {
-		return fmt.Errorf("kafka-storage format: %v: %s", err, tailOf(out, 1500))
+		return fmt.Errorf("kafka-storage format: %v: %s", err, proc.Tail(out, 1500))
 	}
 	cmd := exec.Command(java, append(slices.Clone(kafkaJVM), "-cp", cp, "kafka.Kafka", props)...)
-	if k.srv, err = startServer("kafka", cmd, nil, syscall.SIGTERM); err != nil {
+	if k.srv, err = proc.Start("kafka", cmd, nil, syscall.SIGTERM); err != nil {
 		return err
 	}
 	if k.admCl, err = kgo.NewClient(kgo.SeedBrokers(k.addr), kgo.MetadataMinAge(100*time.Millisecond)); err != nil {
 		return err
 	}
 	k.adm = kadm.NewClient(k.admCl)
-	return k.srv.waitReady(2*time.Minute, func() error {
+	return k.srv.WaitReady(2*time.Minute, func() error {
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		bs, err := k.adm.ListBrokers(rctx)
@@ -218,11 +220,11 @@ func (k *kafkaServer) serve(ctx context.Context, java, cp string) error {
 // writeProperties writes server.properties for one broker+controller on
 // two free loopback ports, and returns its path.
 func (k *kafkaServer) writeProperties() (string, error) {
-	bport, err := freePort()
+	bport, err := proc.FreePort()
 	if err != nil {
 		return "", err
 	}
-	cport, err := freePort()
+	cport, err := proc.FreePort()
 	if err != nil {
 		return "", err
 	}
@@ -254,7 +256,7 @@ func (k *kafkaServer) stop() error {
 	}
 	var err error
 	if k.srv != nil {
-		err = k.srv.stop()
+		err = k.srv.Stop()
 	}
 	return errors.Join(err, os.RemoveAll(k.dir))
 }

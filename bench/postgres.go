@@ -190,10 +190,3 @@ func pgQuery(ctx context.Context, c *pgx.Conn, sql string, sumCol int) (rows, su
 	}
 	return rows, sum, nil
 }
-
-// tailOf is the last n bytes of out, on one line.
-func tailOf(out []byte, n int) string {
-	t := &tailBuffer{max: n}
-	_, _ = t.Write(out)
-	return t.tail(n)
-}

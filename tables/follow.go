@@ -20,7 +20,9 @@ func (t *Table) ChangelogSchema() *arrow.Schema { return changelogSchema(t.Def()
 // columns cols (indexes into ChangelogSchema), sending each decoded record
 // to out as soon as it is committed. It never ends on its own: it waits for
 // new commits (no polling) until ctx ends or the table is closed. out is
-// the only buffer: a slow receiver slows this reader, never the writers.
+// the only buffer: a slow receiver slows this reader, never the writers;
+// should retention delete the log ahead of it meanwhile (rounds tiered
+// it), it goes on in the history from where it got to.
 func (t *Table) Follow(ctx context.Context, bucket int, from int64, cols []int, out chan<- arrow.RecordBatch) error {
 	if bucket < 0 || bucket >= t.log.Buckets() {
 		return fmt.Errorf("follow %s: bucket %d out of range", t.Name(), bucket)
@@ -32,24 +34,26 @@ func (t *Table) Follow(ctx context.Context, bucket int, from int64, cols []int, 
 	}
 	part := &logPart{plan: p, r: Range{Bucket: bucket}}
 	decode := part.decoder()
-	rd, err := l.NewReader(from)
-	for errors.Is(err, columnarlog.ErrOffsetOutOfRange) {
-		// Below the retained log: the history first, then the log from
-		// where the history ended (retention may have moved on meanwhile,
-		// then the history again).
-		if from, err = t.followHistory(ctx, bucket, from, cols, out, err); err != nil {
-			break
-		}
-		rd, err = l.NewReader(from)
-	}
+	rd, from, err := t.followOpen(ctx, bucket, from, cols, out)
 	if err != nil {
-		return fmt.Errorf("follow %s bucket %d: %w", t.Name(), bucket, err)
+		return err
 	}
-	defer rd.Close()
+	defer func() {
+		if rd != nil { // nil: closed, and no other opened
+			rd.Close()
+		}
+	}()
 	var buf []byte
 	for {
 		wake := l.Notify()
 		batches, nbuf, err := rd.Next(buf[:0], 1<<20)
+		if errors.Is(err, columnarlog.ErrOffsetOutOfRange) {
+			rd.Close()
+			if rd, from, err = t.followOpen(ctx, bucket, from, cols, out); err != nil {
+				return err
+			}
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -58,6 +62,7 @@ func (t *Table) Follow(ctx context.Context, bucket int, from int64, cols []int, 
 			if err := sendFrom(ctx, b, from, decode, out); err != nil {
 				return err
 			}
+			from = max(from, b.NextOffset())
 		}
 		if len(batches) > 0 {
 			continue
@@ -70,6 +75,27 @@ func (t *Table) Follow(ctx context.Context, bucket int, from int64, cols []int, 
 			return ctx.Err()
 		}
 	}
+}
+
+// followOpen opens a reader of bucket's log from offset from, sending the
+// history first when the log no longer holds from, and returns it with the
+// offset it reads from.
+func (t *Table) followOpen(ctx context.Context, bucket int, from int64, cols []int, out chan<- arrow.RecordBatch) (*columnarlog.Reader, int64, error) {
+	l := t.log.Bucket(bucket)
+	rd, err := l.NewReader(from)
+	for errors.Is(err, columnarlog.ErrOffsetOutOfRange) {
+		// Below the retained log: the history first, then the log from
+		// where the history ended (retention may have moved on meanwhile,
+		// then the history again).
+		if from, err = t.followHistory(ctx, bucket, from, cols, out, err); err != nil {
+			break
+		}
+		rd, err = l.NewReader(from)
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("follow %s bucket %d: %w", t.Name(), bucket, err)
+	}
+	return rd, from, nil
 }
 
 // sendFrom decodes b and sends its rows at or after offset from.

@@ -2,7 +2,6 @@ package tables
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -27,12 +26,13 @@ func (t *Table) pkView() *pkState {
 // readLive sends the live rows of r under state st, decoded by dec (the
 // table's columns dec.cols): a batch with no live record is skipped
 // without being decoded, the others are filtered by the live set. send
-// does not own the record it is given. Should retention have deleted the
-// start of r since it was captured (a round tiered it, with a lake), those
-// records are read from the lake's history and filtered by st the same
-// way: the read stays one state. With the column cache and no pruning,
-// the live rows of whole batches come from the cache when st has the same
-// live bits for them as when they were cached (pk_livecache.go).
+// does not own the record it is given. Should retention have deleted
+// records of r before the read got to them (rounds tiered them, with a
+// lake), those are read from the lake's history and filtered by st the
+// same way, as often as it happens (readRange): the read stays one state.
+// With the column cache and no pruning, the live rows of whole batches
+// come from the cache when st has the same live bits for them as when
+// they were cached (pk_livecache.go).
 func (t *Table) readLive(ctx context.Context, r Range, st *pkState, dec *decoder, prune *pruner, send func(arrow.RecordBatch) error) error {
 	r.To = min(r.To, st.ends[r.Bucket])
 	if dec.cache != nil && prune == nil {
@@ -46,13 +46,11 @@ func (t *Table) readLive(ctx context.Context, r Range, st *pkState, dec *decoder
 // whole batches, as readLiveCached reads them.
 func (t *Table) readLiveLog(ctx context.Context, r Range, st *pkState, dec *decoder, prune *pruner, send func(arrow.RecordBatch) error) error {
 	live := st.live[r.Bucket]
-	next := r.From
 	var start int64 // the log's retained start, below which the directory drops bounds
 	if dec.cache != nil {
 		start = t.log.Bucket(r.Bucket).Stats().Start
 	}
 	each := func(b columnarlog.Batch) error {
-		next = max(next, b.NextOffset())
 		whole := b.BaseOffset() >= r.From && b.NextOffset() <= r.To
 		if dec.cache != nil && whole {
 			t.pk.dirs[r.Bucket].add(batchSpan{b.BaseOffset(), b.NextOffset()}, start)
@@ -81,19 +79,11 @@ func (t *Table) readLiveLog(ctx context.Context, r Range, st *pkState, dec *deco
 		defer out.Release()
 		return send(out)
 	}
-	err := t.ReadBatches(ctx, r, each)
-	if !errors.Is(err, columnarlog.ErrOffsetOutOfRange) || t.Lake() == nil || next >= r.To {
-		return err
-	}
 	// The history's records carry _offset after cols (changelog.go).
 	hcols := append(slices.Clip(dec.cols), len(t.Def().Columns)+2)
-	rest, herr := t.historyPrefix(ctx, Range{Bucket: r.Bucket, From: next, To: r.To}, hcols, func(rec arrow.RecordBatch) error {
+	return t.readRange(ctx, r, hcols, func(rec arrow.RecordBatch) error {
 		return t.sendLiveHistory(ctx, rec, live, send)
-	})
-	if herr != nil {
-		return errors.Join(err, herr)
-	}
-	return t.ReadBatches(ctx, rest, each)
+	}, each)
 }
 
 // sendWholeLive sends the live rows of the whole batch b: from the cache of

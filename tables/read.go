@@ -80,30 +80,48 @@ func (t *Table) ReadRange(ctx context.Context, r Range, cols []int, rec func(arr
 }
 
 // readRange is ReadRange of the stored records, the changelog of a
-// primary-key table.
+// primary-key table: it calls batch with each stored batch holding offsets
+// of r, as ReadBatches does, and sends the rows of r that retention
+// deleted from the log before the read got to them — since r was
+// captured, or while it was read — from the lake's history through rec,
+// as records of the changelog columns cols. It goes back and forth as
+// often as retention overtakes it: the history ends at the lake's tiered
+// offset of the moment it is read, and by the time the read is back in the
+// log, another round may have tiered past that offset and retention
+// deleted the log up to the new one. Each pass moves the read on (the
+// history refuses a start it does not hold, and the log's start never
+// passes the lake's tiered offset), so it ends; Follow goes back and forth
+// the same way. A table without a lake reports the log's out-of-range
+// error.
 func (t *Table) readRange(ctx context.Context, r Range, cols []int, rec func(arrow.RecordBatch) error, batch func(columnarlog.Batch) error) error {
-	// next is where the log read got to: retention may delete the
-	// segment after the one being read, and the rows sent stay sent.
+	// next is where the read got to: retention may delete the segment
+	// after the one being read, and the rows sent stay sent. It is a batch
+	// boundary but for r.From: the log's batches end where the next one
+	// starts, the history where a round ended, at a batch's end.
 	next := r.From
-	err := t.ReadBatches(ctx, r, func(b columnarlog.Batch) error {
+	each := func(b columnarlog.Batch) error {
 		if err := batch(b); err != nil {
 			return err
 		}
 		next = max(next, b.NextOffset())
 		return nil
-	})
-	if !errors.Is(err, columnarlog.ErrOffsetOutOfRange) || t.Lake() == nil || next >= r.To {
-		return err
 	}
-	rest, herr := t.historyPrefix(ctx, Range{Bucket: r.Bucket, From: next, To: r.To}, cols, rec)
-	if herr != nil {
-		return errors.Join(err, herr)
+	for {
+		err := t.ReadBatches(ctx, Range{Bucket: r.Bucket, From: next, To: r.To}, each)
+		if !errors.Is(err, columnarlog.ErrOffsetOutOfRange) || t.Lake() == nil || next >= r.To {
+			return err
+		}
+		rest, herr := t.historyPrefix(ctx, Range{Bucket: r.Bucket, From: next, To: r.To}, cols, rec)
+		if herr != nil {
+			return errors.Join(err, herr)
+		}
+		next = rest.From
 	}
-	return t.ReadBatches(ctx, rest, batch)
 }
 
 // historyPrefix sends the rows of r the lake's history holds, from r.From
-// up to r.To or the history's end, and returns the rest of r.
+// up to r.To or the history's end, and returns the rest of r, which starts
+// above r.From.
 func (t *Table) historyPrefix(ctx context.Context, r Range, cols []int, send func(arrow.RecordBatch) error) (Range, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -65,18 +65,8 @@ func follow(t *testing.T, tbl *tables.Table, bucket int, from, end int64) []chan
 			t.Fatalf("follow bucket %d from %d ended at %d: %v", bucket, from, next, err)
 		}
 	}
-	cancel()
-	for {
-		select {
-		case rec := <-out:
-			rec.Release()
-		case err := <-errc:
-			if !errors.Is(err, context.Canceled) {
-				t.Fatalf("follow: %v", err)
-			}
-			return rows
-		}
-	}
+	endFollow(t, cancel, out, errc)
+	return rows
 }
 
 // deleteTieredSegments applies retention until every bucket's log starts

@@ -83,7 +83,11 @@ var onlyImports = map[string]map[string]string{
 		"internal/scan":     "the request of the union plan the tiering workload times (Node.Resolver)",
 		"internal/arrowmsg": "the ceiling encodes its batches exactly as the log stores them",
 		"internal/pgtest":   "starts the PostgreSQL baseline's server",
+		"internal/proc":     "starts and stops the Kafka and Fluss baselines' servers",
 	},
+	// Starting and stopping a helper server (PostgreSQL for tests, the
+	// bench's baselines) knows nothing of Lakestream.
+	"internal/proc": {},
 }
 
 // unruled are the package prefixes that need no rule: nothing imports

@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -22,6 +21,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/lakestream/lakestream/internal/proc"
 )
 
 // ErrNoPostgres is returned by Start when no initdb is found.
@@ -51,7 +52,7 @@ type Server struct {
 	// Version is the server's version (SHOW server_version).
 	Version string
 
-	proc *process
+	proc *proc.Process
 }
 
 // BinDir is where initdb and postgres are: on PATH, else the newest of
@@ -114,9 +115,7 @@ func (s *Server) initdb(ctx context.Context, bin string, cred *syscall.Credentia
 		"--auth=trust", "--encoding=UTF8", "--no-sync", "--no-instructions") // --no-sync: initdb's own writes only
 	cmd.Env, cmd.SysProcAttr = s.env(bin), &syscall.SysProcAttr{Credential: cred}
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t := &tailBuffer{max: 1500}
-		_, _ = t.Write(out)
-		return fmt.Errorf("initdb: %v: %s", err, t.tail(1500))
+		return fmt.Errorf("initdb: %v: %s", err, proc.Tail(out, 1500))
 	}
 	return nil
 }
@@ -124,7 +123,7 @@ func (s *Server) initdb(ctx context.Context, bin string, cred *syscall.Credentia
 // serve starts postgres on a free loopback port and waits until it
 // answers.
 func (s *Server) serve(ctx context.Context, bin string, cred *syscall.Credential, opts Options) error {
-	port, err := freePort()
+	port, err := proc.FreePort()
 	if err != nil {
 		return err
 	}
@@ -137,12 +136,12 @@ func (s *Server) serve(ctx context.Context, bin string, cred *syscall.Credential
 	cmd.Env = s.env(bin)
 	// SIGINT is PostgreSQL's fast shutdown: it ends the sessions and waits
 	// for every backend before the postmaster exits.
-	if s.proc, err = startProcess("postgres", cmd, cred, syscall.SIGINT); err != nil {
+	if s.proc, err = proc.Start("postgres", cmd, cred, syscall.SIGINT); err != nil {
 		return err
 	}
 	s.Addr = fmt.Sprintf("127.0.0.1:%d", port)
 	s.URI = s.DatabaseURI("postgres")
-	return s.proc.waitReady(opts.ReadyTimeout, func() error {
+	return s.proc.WaitReady(opts.ReadyTimeout, func() error {
 		c, err := s.Connect(ctx)
 		if err != nil {
 			return err
@@ -185,7 +184,7 @@ func (s *Server) CreateDatabase(ctx context.Context, name string) (string, error
 func (s *Server) Stop() error {
 	var err error
 	if s.proc != nil {
-		err = s.proc.stop()
+		err = s.proc.Stop()
 	}
 	return errors.Join(err, os.RemoveAll(s.Dir))
 }
@@ -207,16 +206,6 @@ func makeDirs(base string, cred *syscall.Credential, dirs ...string) error {
 		}
 	}
 	return nil
-}
-
-// freePort is a loopback TCP port that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	return port, l.Close()
 }
 
 // unprivileged is the credential of the user nobody when this process is
