@@ -129,6 +129,9 @@ func TestFaultRounds(t *testing.T) {
 			hist.mu.Lock()
 			counts.failover = append(counts.failover, hist.lastAck.Sub(killed))
 			hist.mu.Unlock()
+			t.Logf("round %d: %s killed at %s; elected after %s, first acknowledgement after %s", round, victim,
+				killed.Format("15:04:05.000"), counts.election[len(counts.election)-1].Round(time.Millisecond),
+				counts.failover[len(counts.failover)-1].Round(time.Millisecond))
 			h.start(victim)
 		case "kill-follower":
 			for _, id := range b.Replicas {

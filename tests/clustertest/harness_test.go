@@ -94,8 +94,9 @@ func newHarness(t *testing.T, ids ...string) *harness {
 		h.start(id)
 	}
 	t.Cleanup(func() {
-		// A failed test keeps the nodes' logs (the data directories go).
-		if !t.Failed() {
+		// A failed test keeps the nodes' logs (the data directories go),
+		// as does any with LAKESTREAM_KEEP_LOGS=1.
+		if !t.Failed() && os.Getenv("LAKESTREAM_KEEP_LOGS") != "1" {
 			return
 		}
 		dir, err := os.MkdirTemp("", "lakestream-cluster-logs-")
