@@ -148,6 +148,9 @@ func TestSingleNodeHasNoGossip(t *testing.T) {
 	if len(rows) != 1 || rows[0] != "|alive|"+n.Addr()+"|true" {
 		t.Fatalf("lakestream.nodes on a single node: %q", rows)
 	}
+	if rows := queryRows(t, client(t, n.Addr()), "SELECT * FROM lakestream.buckets"); len(rows) != 0 {
+		t.Fatalf("lakestream.buckets on a single node: %q", rows)
+	}
 }
 
 // freeLoopbackAddr is a loopback address whose TCP and UDP ports were both

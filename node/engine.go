@@ -57,7 +57,9 @@ type resolver struct {
 	store *tables.Store
 	lake  *tiering.Service
 	nodes scan.Table // lakestream.nodes; nil outside a node (Resolver)
-	audit scan.Table // lakestream.audit; nil outside a node
+	// buckets is lakestream.buckets; nil outside a node.
+	buckets scan.Table
+	audit   scan.Table // lakestream.audit; nil outside a node
 	// checked makes every name resolved for a query need SELECT on it
 	// (auth.Authorize), the caller's identity coming with ctx: whatever
 	// reads a table through the engine (a query, a CTE, a view's body,
@@ -76,6 +78,9 @@ func (r resolver) Table(ctx context.Context, db, name string) (scan.Table, error
 	}
 	if r.nodes != nil && isNodesTable(db, name) {
 		return r.nodes, nil
+	}
+	if r.buckets != nil && isBucketsTable(db, name) {
+		return r.buckets, nil
 	}
 	if r.audit != nil && isAuditTable(db, name) {
 		return r.audit, nil

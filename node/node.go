@@ -162,7 +162,7 @@ func (n *Node) open(ctx context.Context) error {
 	}
 	cfg.Logger.Info("lake opened", "catalog", cfg.Catalog, "elapsed", time.Since(began).Round(time.Millisecond))
 	n.reportStart()
-	if n.engine, err = newEngine(countingResolver{resolver{store: store, lake: n.lake, nodes: nodesTable{n}, audit: auditTable{n.audit}, checked: true}, n.mon}, cfg); err != nil {
+	if n.engine, err = newEngine(countingResolver{resolver{store: store, lake: n.lake, nodes: nodesTable{n}, buckets: bucketsTable{n}, audit: auditTable{n.audit}, checked: true}, n.mon}, cfg); err != nil {
 		return err
 	}
 	streamMemory, _ := cfg.streamMemory()

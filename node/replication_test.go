@@ -150,6 +150,17 @@ func TestClusterReplicatesWrites(t *testing.T) {
 	}
 	c.sameBytes(b.Replicas)
 
+	// lakestream.buckets shows the bucket as the store holds it and this
+	// node's replica of it.
+	const bq = "SELECT table_name, bucket, leader, leader_epoch, array_to_string(isr, ','), under_replicated, local_role, local_high_watermark FROM lakestream.buckets"
+	isr := strings.Join(b.ISR, ",")
+	if got := queryRows(t, client(t, leader.n.Addr()), bq); len(got) != 1 || got[0] != fmt.Sprintf("default.t|0|%s|%d|%s|false|leader|%d", b.Leader, b.Epoch, isr, acked) {
+		t.Errorf("lakestream.buckets on the leader: %q", got)
+	}
+	if got := queryRows(t, client(t, c.nodes[followers[0]].n.Addr()), bq); len(got) != 1 || got[0] != fmt.Sprintf("default.t|0|%s|%d|%s|false|follower|%d", b.Leader, b.Epoch, isr, acked) {
+		t.Errorf("lakestream.buckets on a follower: %q", got)
+	}
+
 	// A follower refuses a write, naming the leader.
 	_, err := client(t, c.nodes[followers[0]].n.Addr()).ExecuteUpdate(context.Background(), "INSERT INTO t VALUES (-1, 'x')")
 	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "its leader is node "+b.Leader) {
@@ -169,6 +180,9 @@ func TestClusterReplicatesWrites(t *testing.T) {
 		return next.Leader != "" && next.Leader != b.Leader
 	})
 	t.Logf("after %s left: %+v", b.Leader, next)
+	if got := queryRows(t, client(t, c.nodes[next.Leader].n.Addr()), "SELECT leader, under_replicated FROM lakestream.buckets"); len(got) != 1 || got[0] != next.Leader+"|true" {
+		t.Errorf("lakestream.buckets after the leader left: %q, want it led by %s and under-replicated", got, next.Leader)
+	}
 	if next.Epoch <= b.Epoch {
 		t.Fatalf("new leader at epoch %d, the old one's was %d", next.Epoch, b.Epoch)
 	}
