@@ -137,6 +137,13 @@ func (l *leader) advanceLocked() {
 	}
 }
 
+// hwMoved is closed when the high watermark next moves.
+func (l *leader) hwMoved() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.moved
+}
+
 func (l *leader) signalLocked() {
 	close(l.mu.moved)
 	l.mu.moved = make(chan struct{})

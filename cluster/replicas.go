@@ -322,9 +322,14 @@ func (r *Replicas) fetch(ctx context.Context, q FetchRequest) FetchResponse {
 		r.propose(ctx, l, role.Epoch, base, isr, r.isrChange(q.BucketRef))
 	}
 	if q.Offset == durable && q.MaxWaitMs > 0 {
+		// A follower at the end waits for new batches, or for the high
+		// watermark to move (another follower's fetch moved it): its
+		// readers see rows only below the watermark it learns here, so
+		// holding the answer until the next write would hold them back.
 		wait := time.NewTimer(min(time.Duration(q.MaxWaitMs)*time.Millisecond, r.cfg.FetchMaxWait))
 		select {
 		case <-log.NotifyDurable():
+		case <-l.hwMoved():
 		case <-wait.C:
 		case <-ctx.Done():
 		}
