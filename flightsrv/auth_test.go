@@ -17,6 +17,7 @@ import (
 
 	"github.com/lakestream/lakestream/auth"
 	"github.com/lakestream/lakestream/flightsrv"
+	"github.com/lakestream/lakestream/internal/flightlogin"
 )
 
 type callLog struct {
@@ -157,7 +158,7 @@ func TestHandshake(t *testing.T) {
 // A password never reaches the log or the Observer (the status page).
 func TestUserDDLRedacted(t *testing.T) {
 	_, cl, log := startAuthServer(t)
-	ctx, err := cl.Client.AuthenticateBasicToken(testCtx(t), "admin", "admin-password")
+	ctx, err := flightlogin.Login(testCtx(t), cl.Client, "admin", "admin-password")
 	if err != nil {
 		t.Fatal(err)
 	}

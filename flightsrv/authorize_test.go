@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"google.golang.org/grpc/codes"
+
+	"github.com/lakestream/lakestream/internal/flightlogin"
 )
 
 // The role and grant statements' mistakes are client errors with their
@@ -11,7 +13,7 @@ import (
 func TestGrantStatementErrors(t *testing.T) {
 	ts, cl, _ := startAuthServer(t)
 	ts.mustExec("CREATE TABLE t (id BIGINT)")
-	ctx, err := cl.Client.AuthenticateBasicToken(testCtx(t), "admin", "admin-password")
+	ctx, err := flightlogin.Login(testCtx(t), cl.Client, "admin", "admin-password")
 	if err != nil {
 		t.Fatal(err)
 	}

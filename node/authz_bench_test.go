@@ -10,6 +10,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+
+	"github.com/lakestream/lakestream/internal/flightlogin"
 )
 
 // BenchmarkPrivilegeCheck measures what the privilege check costs on one
@@ -33,7 +35,7 @@ func BenchmarkPrivilegeCheck(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	user, err := cl.Client.AuthenticateBasicToken(context.Background(), "bench", "bench-password")
+	user, err := flightlogin.Login(context.Background(), cl.Client, "bench", "bench-password")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lakestream/lakestream/internal/flightlogin"
 )
 
 // BenchmarkSecurity measures what authentication, the privilege check and
@@ -129,7 +131,7 @@ func benchSecureNode(b *testing.B, mode string) (*flightsql.Client, context.Cont
 	ctx := context.Background()
 	if sec.Auth == AuthOn {
 		var err error
-		if ctx, err = cl.Client.AuthenticateBasicToken(ctx, "admin", "admin-password"); err != nil {
+		if ctx, err = flightlogin.Login(ctx, cl.Client, "admin", "admin-password"); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -162,7 +164,7 @@ func benchSecureNode(b *testing.B, mode string) (*flightsql.Client, context.Cont
 			}
 		}
 		var err error
-		if ctx, err = cl.Client.AuthenticateBasicToken(context.Background(), "bench", "bench-password"); err != nil {
+		if ctx, err = flightlogin.Login(context.Background(), cl.Client, "bench", "bench-password"); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -30,6 +30,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/lakestream/lakestream/auth"
+	"github.com/lakestream/lakestream/internal/flightlogin"
 )
 
 // cheapHash keeps the logins of these tests fast.
@@ -90,7 +91,7 @@ func wantCode(t *testing.T, what string, err error, code codes.Code) {
 
 func login(t *testing.T, cl *flightsql.Client, user, password string) context.Context {
 	t.Helper()
-	ctx, err := cl.Client.AuthenticateBasicToken(context.Background(), user, password)
+	ctx, err := flightlogin.Login(context.Background(), cl.Client, user, password)
 	if err != nil {
 		t.Fatalf("login %s: %v", user, err)
 	}
