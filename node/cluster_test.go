@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 
+	"github.com/lakestream/lakestream/internal/proc"
 	"github.com/lakestream/lakestream/membership"
 )
 
@@ -157,21 +157,11 @@ func TestSingleNodeHasNoGossip(t *testing.T) {
 // free a moment ago (gossip binds both).
 func freeLoopbackAddr(t testing.TB) string {
 	t.Helper()
-	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		u, err := net.ListenPacket("udp", addr)
-		l.Close()
-		if err == nil {
-			u.Close()
-			return addr
-		}
+	addr, err := proc.FreeLoopbackAddr()
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no free loopback port for both TCP and UDP")
-	return ""
+	return addr
 }
 
 // queryRows runs a query and returns its rows, each its values joined by

@@ -31,17 +31,7 @@ func BenchmarkReplicatedIngest(b *testing.B) {
 	defer rec.Release()
 	const create = "CREATE TABLE t (id BIGINT, v VARCHAR) WITH ('bucket.num' = '1', 'bucket.replicas' = '3', 'min.insync.replicas' = '2')"
 
-	single, stop, done := startNodeWith(b, quietConfig(b.TempDir()))
-	defer func() { stop(); <-done }()
-	mustExec(b, client(b, single.Addr()), create)
-	c := newTestCluster(b, "n1", "n2", "n3")
-	c.exec(create)
-	st, err := c.nodes["n1"].n.repl.store.Bucket(context.Background(), cluster.BucketRef{TableID: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	leader := c.nodes[st.Leader].n
-	waitUntil(b, func() bool { return leader.repl.Leads(1, 0) })
+	single, leader, _ := singleAndCluster(b, create)
 
 	ingest := func(cl *flightsql.Client) time.Duration {
 		began := time.Now()
@@ -68,4 +58,28 @@ func BenchmarkReplicatedIngest(b *testing.B) {
 	b.ReportMetric(total/one.Seconds(), "single-rows/s")
 	b.ReportMetric(total/three.Seconds(), "replicated-rows/s")
 	b.ReportMetric(one.Seconds()/three.Seconds(), "replicated/single")
+}
+
+// singleAndCluster starts a single node and a three-node cluster in this
+// process, creates a one-bucket table with create on both, and returns
+// the single node, the bucket's leader and a follower.
+func singleAndCluster(b *testing.B, create string) (single, leader, follower *Node) {
+	single, stop, done := startNodeWith(b, quietConfig(b.TempDir()))
+	b.Cleanup(func() { stop(); <-done })
+	mustExec(b, client(b, single.Addr()), create)
+	c := newTestCluster(b, "n1", "n2", "n3")
+	c.exec(create)
+	st, err := c.nodes["n1"].n.repl.store.Bucket(context.Background(), cluster.BucketRef{TableID: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	leader = c.nodes[st.Leader].n
+	waitUntil(b, func() bool { return leader.repl.Leads(1, 0) })
+	for _, id := range st.Replicas {
+		if id != st.Leader {
+			follower = c.nodes[id].n
+			break
+		}
+	}
+	return single, leader, follower
 }

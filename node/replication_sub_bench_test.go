@@ -11,8 +11,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-
-	"github.com/lakestream/lakestream/cluster"
 )
 
 // BenchmarkClusterSubscriptionLatency writes 10,000 rows a second (100 rows
@@ -24,24 +22,7 @@ import (
 // cluster rows are delivered once replicated (the high watermark).
 func BenchmarkClusterSubscriptionLatency(b *testing.B) {
 	const create = "CREATE TABLE t (id BIGINT, sent BIGINT) WITH ('bucket.num' = '1', 'bucket.replicas' = '3', 'min.insync.replicas' = '2')"
-	single, stop, done := startNodeWith(b, quietConfig(b.TempDir()))
-	defer func() { stop(); <-done }()
-	mustExec(b, client(b, single.Addr()), create)
-	c := newTestCluster(b, "n1", "n2", "n3")
-	c.exec(create)
-	st, err := c.nodes["n1"].n.repl.store.Bucket(context.Background(), cluster.BucketRef{TableID: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	leader := c.nodes[st.Leader].n
-	waitUntil(b, func() bool { return leader.repl.Leads(1, 0) })
-	var follower *Node
-	for _, id := range st.Replicas {
-		if id != st.Leader {
-			follower = c.nodes[id].n
-			break
-		}
-	}
+	single, leader, follower := singleAndCluster(b, create)
 	const seconds = 3
 	run := func(name string, writeTo *Node, readFrom ...*Node) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

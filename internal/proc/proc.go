@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os/exec"
@@ -117,4 +118,23 @@ func FreePort() (int, error) {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	return port, l.Close()
+}
+
+// FreeLoopbackAddr returns a loopback address (host:port) whose TCP and
+// UDP ports were both free a moment ago: what a gossip listener binds.
+func FreeLoopbackAddr() (string, error) {
+	for range 50 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", fmt.Errorf("free address: %w", err)
+		}
+		addr := l.Addr().String()
+		u, err := net.ListenPacket("udp", addr)
+		l.Close()
+		if err == nil {
+			u.Close()
+			return addr, nil
+		}
+	}
+	return "", errors.New("free address: no loopback port free for both TCP and UDP")
 }

@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +29,7 @@ import (
 	"github.com/lakestream/lakestream/cluster"
 	"github.com/lakestream/lakestream/cluster/meta"
 	"github.com/lakestream/lakestream/internal/pgtest"
+	procs "github.com/lakestream/lakestream/internal/proc"
 )
 
 // binary is the server under test: $LAKESTREAM_BIN (make test sets it),
@@ -318,21 +318,11 @@ func tail(path string) string {
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		u, err := net.ListenPacket("udp", addr)
-		l.Close()
-		if err == nil {
-			u.Close()
-			return addr
-		}
+	addr, err := procs.FreeLoopbackAddr()
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no free loopback port for both TCP and UDP")
-	return ""
+	return addr
 }
 
 // queryInt runs a one-value query.
