@@ -117,7 +117,7 @@ func (n *Node) open(ctx context.Context) error {
 		return err
 	}
 	if cfg.Cluster.enabled() {
-		if n.repl, err = newReplication(ctx, cfg, n.members.Load, func() *tables.Store { return n.store }); err != nil {
+		if n.repl, err = newReplication(ctx, cfg, n.members.Load); err != nil {
 			return err
 		}
 	}

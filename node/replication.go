@@ -114,7 +114,6 @@ type replication struct {
 	reps    *cluster.Replicas
 	tr      *cluster.GRPCTransport
 	members func() *membership.Membership // nil until gossip starts
-	tables  func() *tables.Store          // nil until the tables are open
 	logger  *slog.Logger
 
 	// lease is this node's own lease (nodeLeaseTTL), held while it runs.
@@ -162,13 +161,13 @@ func openMetaStore(ctx context.Context, uri string) (meta.Store, error) {
 
 // newReplication opens the metadata store and the node's replicas; nothing
 // runs until start.
-func newReplication(ctx context.Context, cfg Config, members func() *membership.Membership, tableStore func() *tables.Store) (*replication, error) {
+func newReplication(ctx context.Context, cfg Config, members func() *membership.Membership) (*replication, error) {
 	store, err := openMetaStore(ctx, cfg.metaURI())
 	if err != nil {
 		return nil, fmt.Errorf("cluster metadata: %w", err)
 	}
 	tr := cluster.NewGRPCTransport(grpc.WithTransportCredentials(insecure.NewCredentials()))
-	r := &replication{self: cfg.Cluster.NodeID, store: store, tr: tr, members: members, tables: tableStore, logger: cfg.Logger, logs: map[int64]openTable{}, wake: make(chan struct{}, 1)}
+	r := &replication{self: cfg.Cluster.NodeID, store: store, tr: tr, members: members, logger: cfg.Logger, logs: map[int64]openTable{}, wake: make(chan struct{}, 1)}
 	r.reps, err = cluster.NewReplicas(cluster.Config{NodeID: cfg.Cluster.NodeID, Logger: cfg.Logger}, tr, cluster.StoreISRChange(store, cfg.Cluster.NodeID))
 	if err != nil {
 		return nil, errors.Join(err, tr.Close(), closeStore(store))
@@ -411,7 +410,7 @@ func (r *replication) Opened(def *catalog.Table, log *columnarlog.TableLog) erro
 	}
 	var errs []error
 	for b := range log.Buckets() {
-		errs = append(errs, r.reps.Add(ref(def.ID, b), leaderLog{cluster.BucketLog(log, b), def.ID, r}))
+		errs = append(errs, r.reps.Add(ref(def.ID, b), cluster.BucketLog(log, b)))
 	}
 	if err := errors.Join(errs...); err != nil {
 		for b := range log.Buckets() {
@@ -425,28 +424,6 @@ func (r *replication) Opened(def *catalog.Table, log *columnarlog.TableLog) erro
 	select {
 	case r.wake <- struct{}{}:
 	default: // a wake is pending already
-	}
-	return nil
-}
-
-// leaderLog is a bucket's log that tells its table when the node becomes
-// the bucket's leader: the log then holds writes the former leader
-// acknowledged, whose idempotent writers the table reads again
-// (tables.Table.LogChanged).
-type leaderLog struct {
-	cluster.Log
-	tableID int64
-	r       *replication
-}
-
-func (l leaderLog) BecomeLeader(epoch int32) error {
-	if err := l.Log.BecomeLeader(epoch); err != nil {
-		return err
-	}
-	if s := l.r.tables(); s != nil {
-		if t, err := s.ByID(context.Background(), l.tableID); err == nil {
-			t.LogChanged()
-		}
 	}
 	return nil
 }

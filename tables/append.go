@@ -125,7 +125,7 @@ func (a *Appender) Flush(ctx context.Context) error {
 		// replicas (the first send failed waiting for them): the retry is
 		// acknowledged when they are.
 		if err := a.t.waitWriterAcked(ctx, a.def, a.writer); err != nil {
-			e.gen = -1 // read the writer from the log again next time
+			e.stale = true // read the writer from the log again next time
 			return err
 		}
 		for _, r := range a.pending {
@@ -139,7 +139,7 @@ func (a *Appender) Flush(ctx context.Context) error {
 		// (in a cluster, its replicas did not hold it in time): the next
 		// call reads the writer from the log, so that a retry of this one
 		// is known as one.
-		e.gen = -1
+		e.stale = true
 		return err
 	}
 	w.acknowledged(e, a.writer.Seq)

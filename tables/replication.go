@@ -51,13 +51,6 @@ type Replication interface {
 // replicas. Retrying (on the bucket's leader) may succeed.
 var ErrReplicaUnavailable = errors.New("replica unavailable")
 
-// LogChanged tells the table that its log gained writes this node did not
-// make: in a cluster, when the node becomes the leader of one of its
-// buckets, whose log holds the former leader's writes. The table reads its
-// idempotent writers' state from the log again, so that a client's retry
-// of a write the former leader acknowledged is known as one.
-func (t *Table) LogChanged() { t.writers.logChanged() }
-
 // bucketFor picks the bucket of a write without a bucket key: round-robin
 // over all buckets on a single node, over the buckets this node leads in
 // a cluster (all of them when it leads none: the write is then refused

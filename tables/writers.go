@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/lakestream/lakestream/columnarlog"
@@ -48,16 +47,8 @@ var (
 // repeats is still running waits for that call's outcome, so it is never
 // acknowledged before the rows are durable, and never stores them twice.
 type writers struct {
-	expiry time.Duration
-	now    func() time.Time
-	// gen counts the times the log gained writes this node did not make
-	// (in a cluster: it became a bucket's leader after following, and its
-	// log holds the former leader's writes). An entry synced at an older
-	// generation is read again from the log before its next call.
-	gen atomic.Int64
-	// replicated says that the log also gains writes this node does not
-	// make (a follower's), at any time: every call reads its writer from
-	// the log first.
+	expiry     time.Duration
+	now        func() time.Time
 	replicated bool
 
 	mu struct {
@@ -82,7 +73,7 @@ type writerEntry struct {
 	// stored nothing since are not in it, so the next call may skip ahead.
 	recovered bool
 	last      int64 // Unix microseconds of the last call acknowledged
-	gen       int64 // writers.gen when the entry was last read from the log; -1: never
+	stale     bool  // read the writer from the log before its next call: new, or its last call failed
 }
 
 func newWriters(fromLog map[int64]columnarlog.WriterState, expiry time.Duration, now func() time.Time) *writers {
@@ -90,28 +81,21 @@ func newWriters(fromLog map[int64]columnarlog.WriterState, expiry time.Duration,
 	w.mu.m = make(map[int64]*writerEntry, len(fromLog))
 	for id, st := range fromLog {
 		e := newWriterEntry()
-		e.known, e.seq, e.recovered, e.last, e.gen = true, st.Seq, true, st.Timestamp, 0
+		e.known, e.seq, e.recovered, e.last = true, st.Seq, true, st.Timestamp
 		w.mu.m[id] = e
 	}
 	return w
 }
-
-// logChanged says that the log gained writes of writers that this node
-// did not see (replication.go): each writer's state is read from the log
-// again before its next call.
-func (w *writers) logChanged() { w.gen.Add(1) }
 
 // sync reads the writer's state from the log, holding the writer's turn:
 // on every call of a replicated table, whose log gains the writes of other
 // leaders while this node follows (a node that acknowledged call 401 as
 // leader, then followed while calls 402–404 went elsewhere, must not take
 // 405 for out of order, as the fault rounds saw); on a single node when
-// the log changed since the entry last did, or the entry is new. There
-// the log holds nothing the entries do not know, and the read finds the
-// same.
+// the entry is new or its last call failed (a failed write may be in the
+// log). Otherwise the log holds nothing the entry does not know.
 func (w *writers) sync(e *writerEntry, id int64, log *columnarlog.TableLog) {
-	gen := w.gen.Load()
-	if e.gen == gen && !w.replicated {
+	if !e.stale && !w.replicated {
 		return
 	}
 	// The log is the truth for every call that stored rows; a call that
@@ -120,11 +104,11 @@ func (w *writers) sync(e *writerEntry, id int64, log *columnarlog.TableLog) {
 	if st, ok := log.Writer(id); ok {
 		e.known, e.seq, e.recovered, e.last = true, st.Seq, true, st.Timestamp
 	}
-	e.gen = gen
+	e.stale = false
 }
 
 func newWriterEntry() *writerEntry {
-	e := &writerEntry{turn: make(chan struct{}, 1), gen: -1}
+	e := &writerEntry{turn: make(chan struct{}, 1), stale: true}
 	e.turn <- struct{}{}
 	return e
 }
