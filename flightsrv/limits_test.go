@@ -13,6 +13,7 @@ import (
 	"github.com/lakestream/lakestream/audit"
 	"github.com/lakestream/lakestream/auth"
 	"github.com/lakestream/lakestream/flightsrv"
+	"github.com/lakestream/lakestream/internal/flightlogin"
 	"github.com/lakestream/lakestream/planner/duck"
 )
 
@@ -215,7 +216,7 @@ func TestDDLAudited(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, cl, _ := serve(t, base.store, flightsrv.Options{Auth: svc, Audit: log}, base.mem)
-	ctx, err := cl.Client.AuthenticateBasicToken(testCtx(t), "admin", "admin-password")
+	ctx, err := flightlogin.Login(testCtx(t), cl.Client, "admin", "admin-password")
 	if err != nil {
 		t.Fatal(err)
 	}

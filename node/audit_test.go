@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/lakestream/lakestream/audit"
+	"github.com/lakestream/lakestream/internal/flightlogin"
 )
 
 // TestAuditLog: a failed login, a login, DDL and user DDL show in
@@ -22,7 +23,7 @@ func TestAuditLog(t *testing.T) {
 	cfg := secureConfig(t, SecurityConfig{Auth: AuthOn, AdminPassword: "admin-password"})
 	n, cancel, done := startNodeWith(t, cfg)
 	cl := client(t, n.Addr())
-	if _, err := cl.Client.AuthenticateBasicToken(context.Background(), "admin", "wrong-password"); err == nil {
+	if _, err := flightlogin.Login(context.Background(), cl.Client, "admin", "wrong-password"); err == nil {
 		t.Fatal("wrong password accepted")
 	}
 	admin := login(t, cl, "admin", "admin-password")

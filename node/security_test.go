@@ -110,7 +110,7 @@ func TestFlightAuthentication(t *testing.T) {
 
 	_, err := query(context.Background(), cl, "SELECT 1::BIGINT")
 	wantCode(t, "no credentials", err, codes.Unauthenticated)
-	_, err = cl.Client.AuthenticateBasicToken(context.Background(), "admin", "wrong-password")
+	_, err = flightlogin.Login(context.Background(), cl.Client, "admin", "wrong-password")
 	wantCode(t, "wrong password", err, codes.Unauthenticated)
 	bad := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer lst1_forged")
 	_, err = query(bad, cl, "SELECT 1::BIGINT")
@@ -193,11 +193,11 @@ func TestFlightLoginRateLimit(t *testing.T) {
 	defer func() { cancel(); <-done }()
 	cl := client(t, n.Addr())
 	for i := range 10 {
-		_, err := cl.Client.AuthenticateBasicToken(context.Background(), "admin", "guess")
+		_, err := flightlogin.Login(context.Background(), cl.Client, "admin", "guess")
 		wantCode(t, "failed login", err, codes.Unauthenticated)
 		_ = i
 	}
-	_, err := cl.Client.AuthenticateBasicToken(context.Background(), "admin", "admin-password")
+	_, err := flightlogin.Login(context.Background(), cl.Client, "admin", "admin-password")
 	wantCode(t, "login after ten failures", err, codes.ResourceExhausted)
 }
 
