@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Baselines are the external systems Run can start beside the node, each
@@ -15,18 +16,21 @@ import (
 //	          (upserts, lookups)                    — postgres.go, pk_pg.go
 //	kafka     Apache Kafka in KRaft mode, one broker+controller, assembled
 //	          from Maven Central jars; ingest and subscribe — kafka.go
+//	kafka3    the same on three brokers, each broker and controller, topics
+//	          of replication factor 3; cluster                — kafka.go
 //	fluss     Apache Fluss, a coordinator, a tablet server and ZooKeeper,
 //	          assembled from Maven Central jars, driven by a Java driver;
 //	          ingest and subscribe                          — fluss.go
 //
 // A baseline that is not selected, or that cannot start, is reported by
 // every workload that would have used it as missing, with the reason.
-var Baselines = []string{"postgres", "kafka", "fluss"}
+var Baselines = []string{"postgres", "kafka", "kafka3", "fluss"}
 
 // baselineUsers are the workloads that measure against each baseline.
 var baselineUsers = map[string][]string{
 	"postgres": {"ingest", "query", "pk"},
 	"kafka":    {"ingest", "subscribe"},
+	"kafka3":   {"cluster"},
 	"fluss":    {"ingest", "subscribe"},
 }
 
@@ -34,19 +38,21 @@ var baselineUsers = map[string][]string{
 var baselineTitles = map[string]string{
 	"postgres": "PostgreSQL",
 	"kafka":    "Apache Kafka (KRaft, producer acks=all)",
+	"kafka3":   "Apache Kafka, 3 KRaft brokers, replication factor 3 (min.insync.replicas 2, producer acks=all)",
 	"fluss":    "Apache Fluss (log table, writer acks=all)",
 }
 
 // baselineSystems name the baselines in figures and ratios.
-var baselineSystems = map[string]string{"postgres": "postgresql", "kafka": "kafka", "fluss": "fluss"}
+var baselineSystems = map[string]string{"postgres": "postgresql", "kafka": "kafka", "kafka3": "kafka-rf3", "fluss": "fluss"}
 
 // baselines are the running baselines; a nil server is missing, and why
 // says the reason.
 type baselines struct {
-	pg    *pgServer
-	kafka *kafkaServer
-	fluss *flussServer
-	why   map[string]string
+	pg     *pgServer
+	kafka  *kafkaServer
+	kafka3 *kafkaServer // three brokers, for the cluster workload
+	fluss  *flussServer
+	why    map[string]string
 }
 
 // reportMissing adds to w, for each baseline in names that is not
@@ -87,6 +93,12 @@ func startBaselines(ctx context.Context, cfg Config, prog *progress) (b *baselin
 			if b.kafka, err = startKafka(ctx, cfg, prog); err == nil {
 				stops = append(stops, b.kafka.stop)
 				prog.logf("Kafka %s on %s", b.kafka.version, b.kafka.addr)
+			}
+		case "kafka3":
+			prog.logf("starting Kafka on 3 brokers (jars in %s)", cfg.KafkaDir)
+			if b.kafka3, err = startKafkaBrokers(ctx, cfg, prog, 3, 1); err == nil {
+				stops = append(stops, b.kafka3.stop)
+				prog.logf("Kafka %s on %s", b.kafka3.version, strings.Join(b.kafka3.seeds, ", "))
 			}
 		case "fluss":
 			prog.logf("starting Fluss (jars in %s)", cfg.FlussDir)

@@ -335,3 +335,37 @@ func TestPKShortRunProfiled(t *testing.T) {
 		t.Errorf("%d CPU-per-call figures, want 3", n)
 	}
 }
+
+// TestShortCluster runs the short mode of the cluster workload on its
+// Lakestream side: a three-node cluster in this process, ingest into the
+// bucket's leader (the row count checked on it), and every row of a
+// subscription on the leader and on a follower received exactly once.
+// Kafka on three brokers is left out (its three JVMs take most of a minute
+// to start) and must be reported missing.
+func TestShortCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, Config{Short: true, Workloads: []string{"cluster"}, Baselines: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Workloads) != 1 || rep.Workloads[0].Name != "cluster" {
+		t.Fatalf("workloads %+v, want cluster", rep.Workloads)
+	}
+	w := rep.Workloads[0]
+	systems := map[string]bool{}
+	for _, f := range w.Figures {
+		systems[f.System] = true
+	}
+	for _, s := range []string{systemSingle, systemCluster, systemFollower} {
+		if !systems[s] {
+			t.Errorf("no figure of %s: %+v", s, w.Figures)
+		}
+	}
+	if len(w.Ratios) == 0 {
+		t.Error("no ratio of the cluster to the single node")
+	}
+	if len(w.Missing) != 1 || !strings.Contains(w.Missing[0].Baseline, "3 KRaft brokers") {
+		t.Errorf("missing %+v, want the three-broker Kafka", w.Missing)
+	}
+}

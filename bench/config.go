@@ -10,7 +10,7 @@ import (
 )
 
 // Workloads are the known workloads, in the order Run runs them.
-var Workloads = []string{"ingest", "scan", "query", "subscribe", "pk", "tiering", "union", "pklake"}
+var Workloads = []string{"ingest", "scan", "query", "subscribe", "pk", "tiering", "union", "pklake", "cluster"}
 
 // DefaultWorkloads are the workloads run when none are named: all but pk,
 // whose full figure (10M upserts, then lookups) takes as long as the rest

@@ -116,10 +116,16 @@ type kafkaFeed struct {
 	k      *kafkaServer
 	prods  []*kgo.Client
 	topics int
+	name   string // in the figures; default "kafka"
 }
 
-func (f *kafkaFeed) system() string { return baselineSystems["kafka"] }
-func (f *kafkaFeed) writers() int   { return len(f.prods) }
+func (f *kafkaFeed) system() string {
+	if f.name != "" {
+		return f.name
+	}
+	return baselineSystems["kafka"]
+}
+func (f *kafkaFeed) writers() int { return len(f.prods) }
 
 func (f *kafkaFeed) open(ctx context.Context, sub *subscriber) (string, error) {
 	f.topics++

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -27,7 +28,9 @@ import (
 // The Kafka baseline: Apache Kafka (the version pinned in kafka/pom.xml)
 // in KRaft mode, one process that is both broker and controller, on two
 // free loopback ports, started once per Run from jars that
-// kafka/fetch.sh copies out of Maven Central into Config.KafkaDir/jars:
+// kafka/fetch.sh copies out of Maven Central into Config.KafkaDir/jars.
+// The cluster workload's baseline (kafka3) is three such processes, each
+// broker and controller, the three controllers one KRaft quorum:
 //
 //	java -cp 'jars/*' kafka.tools.StorageTool format -t <id> -c server.properties
 //	java <the JVM options of kafka-server-start.sh> -cp 'jars/*' kafka.Kafka server.properties
@@ -36,7 +39,9 @@ import (
 // acks=all (and idempotence, franz-go's default), compression = the node's
 // -codec, each writer its own client (its own connection). Every
 // measurement uses a fresh topic of 4 partitions (the tables' 4 buckets),
-// replication factor 1, deleted after. With sync=always the topic has
+// replication factor 1, deleted after; on three brokers, of 1 partition
+// (the cluster workload's one bucket), replication factor 3 and
+// min.insync.replicas 2 (the table's). With sync=always the topic has
 // flush.messages=1: the broker fsyncs each append before it answers, as
 // the node does before acknowledging; with sync=never Kafka's default (the
 // page cache, no fsync) matches the node's.
@@ -68,16 +73,19 @@ var kafkaJVM = []string{"-Xmx1G", "-Xms1G", "-server", "-XX:+UseG1GC", "-XX:MaxG
 	"-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent", "-Djava.awt.headless=true",
 	"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"}
 
-// kafkaServer is a running broker and the admin client on it.
+// kafkaServer is a running set of brokers and the admin client on them.
 type kafkaServer struct {
-	srv     *proc.Process
-	dir     string
-	addr    string
-	version string
-	codec   string // producer compression, the node's codec
-	sync    string // the node's sync policy, mirrored by flush.messages
-	admCl   *kgo.Client
-	adm     *kadm.Client
+	srvs       []*proc.Process
+	dir        string
+	addr       string   // the first broker's
+	seeds      []string // every broker's, the clients' seeds
+	partitions int      // of each topic
+	rf         int      // each topic's replication factor: one replica per broker
+	version    string
+	codec      string // producer compression, the node's codec
+	sync       string // the node's sync policy, mirrored by flush.messages
+	admCl      *kgo.Client
+	adm        *kadm.Client
 }
 
 // defaultKafkaDir is Config.KafkaDir's default: defaultCacheDir("kafka").
@@ -148,7 +156,14 @@ func fetchJars(ctx context.Context, files embed.FS, name, dir string, prog *prog
 	return nil
 }
 
+// startKafka starts the one-broker baseline.
 func startKafka(ctx context.Context, cfg Config, prog *progress) (*kafkaServer, error) {
+	return startKafkaBrokers(ctx, cfg, prog, 1, tableBuckets)
+}
+
+// startKafkaBrokers starts brokers processes, each broker and controller,
+// whose topics have partitions partitions and one replica per broker.
+func startKafkaBrokers(ctx context.Context, cfg Config, prog *progress, brokers, partitions int) (*kafkaServer, error) {
 	jars, version, err := ensureJars(ctx, cfg, prog, "kafka", cfg.KafkaDir, kafkaFetchFiles, kafkaJars)
 	if err != nil {
 		return nil, err
@@ -161,8 +176,8 @@ func startKafka(ctx context.Context, cfg Config, prog *progress) (*kafkaServer, 
 	if err != nil {
 		return nil, err
 	}
-	k := &kafkaServer{dir: dir, version: version, codec: cfg.Codec, sync: cfg.Sync}
-	if err := k.serve(ctx, java, filepath.Join(jars, "*")); err != nil { // the JVM expands the wildcard itself
+	k := &kafkaServer{dir: dir, partitions: partitions, rf: brokers, version: version, codec: cfg.Codec, sync: cfg.Sync}
+	if err := k.serve(ctx, java, filepath.Join(jars, "*"), brokers); err != nil { // the JVM expands the wildcard itself
 		return nil, errors.Join(err, k.stop())
 	}
 	return k, nil
@@ -185,98 +200,137 @@ func ensureJars(ctx context.Context, cfg Config, prog *progress, name, dir strin
 	return lookup(dir)
 }
 
-// serve formats the storage, starts the broker with classpath cp and
-// waits until it has registered.
-func (k *kafkaServer) serve(ctx context.Context, java, cp string) error {
-	props, err := k.writeProperties()
+// serve formats each broker's storage, starts the brokers with classpath
+// cp and waits until all have registered.
+func (k *kafkaServer) serve(ctx context.Context, java, cp string, brokers int) error {
+	props, err := k.writeProperties(brokers)
 	if err != nil {
 		return err
 	}
 	fctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	format := exec.CommandContext(fctx, java, "-cp", cp, "kafka.tools.StorageTool", "format", "-t", kafkaClusterID, "-c", props)
-	if out, err := format.CombinedOutput(); err != nil {
-		return fmt.Errorf("kafka-storage format: %v: %s", err, proc.Tail(out, 1500))
+	for _, p := range props {
+		format := exec.CommandContext(fctx, java, "-cp", cp, "kafka.tools.StorageTool", "format", "-t", kafkaClusterID, "-c", p)
+		if out, err := format.CombinedOutput(); err != nil {
+			return fmt.Errorf("kafka-storage format: %v: %s", err, proc.Tail(out, 1500))
+		}
 	}
-	cmd := exec.Command(java, append(slices.Clone(kafkaJVM), "-cp", cp, "kafka.Kafka", props)...)
-	if k.srv, err = proc.Start("kafka", cmd, nil, syscall.SIGTERM); err != nil {
-		return err
+	for i, p := range props {
+		cmd := exec.Command(java, append(slices.Clone(kafkaJVM), "-cp", cp, "kafka.Kafka", p)...)
+		srv, err := proc.Start(fmt.Sprintf("kafka broker %d", i+1), cmd, nil, syscall.SIGTERM)
+		if err != nil {
+			return err
+		}
+		k.srvs = append(k.srvs, srv)
 	}
-	if k.admCl, err = kgo.NewClient(kgo.SeedBrokers(k.addr), kgo.MetadataMinAge(100*time.Millisecond)); err != nil {
+	if k.admCl, err = kgo.NewClient(kgo.SeedBrokers(k.seeds...), kgo.MetadataMinAge(100*time.Millisecond)); err != nil {
 		return err
 	}
 	k.adm = kadm.NewClient(k.admCl)
-	return k.srv.WaitReady(2*time.Minute, func() error {
-		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		bs, err := k.adm.ListBrokers(rctx)
-		if err == nil && len(bs) == 0 {
-			err = errors.New("no broker registered")
+	for _, srv := range k.srvs {
+		err := srv.WaitReady(2*time.Minute, func() error {
+			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			bs, err := k.adm.ListBrokers(rctx)
+			if err == nil && len(bs) < brokers {
+				err = fmt.Errorf("%d of %d brokers registered", len(bs), brokers)
+			}
+			return err
+		})
+		if err != nil {
+			return err
 		}
-		return err
-	})
+	}
+	return nil
 }
 
-// writeProperties writes server.properties for one broker+controller on
-// two free loopback ports, and returns its path.
-func (k *kafkaServer) writeProperties() (string, error) {
-	bport, err := proc.FreePort()
-	if err != nil {
-		return "", err
+// writeProperties writes a server.properties per broker, each broker and
+// controller on two free loopback ports, the controllers one quorum, and
+// returns their paths.
+func (k *kafkaServer) writeProperties(brokers int) ([]string, error) {
+	bports, cports := make([]int, brokers), make([]int, brokers)
+	var voters []string
+	for i := range brokers {
+		var err error
+		if bports[i], err = proc.FreePort(); err != nil {
+			return nil, err
+		}
+		if cports[i], err = proc.FreePort(); err != nil {
+			return nil, err
+		}
+		k.seeds = append(k.seeds, fmt.Sprintf("127.0.0.1:%d", bports[i]))
+		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, cports[i]))
 	}
-	cport, err := proc.FreePort()
-	if err != nil {
-		return "", err
+	k.addr = k.seeds[0]
+	var paths []string
+	for i := range brokers {
+		dir := filepath.Join(k.dir, fmt.Sprintf("broker-%d", i+1))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		props := strings.Join([]string{
+			"process.roles=broker,controller",
+			fmt.Sprintf("node.id=%d", i+1),
+			"controller.quorum.voters=" + strings.Join(voters, ","),
+			fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", bports[i], cports[i]),
+			fmt.Sprintf("advertised.listeners=PLAINTEXT://127.0.0.1:%d", bports[i]),
+			"controller.listener.names=CONTROLLER",
+			"inter.broker.listener.name=PLAINTEXT",
+			"listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+			"log.dirs=" + filepath.Join(dir, "logs"),
+			"offsets.topic.replication.factor=1",
+			"transaction.state.log.replication.factor=1",
+			"transaction.state.log.min.isr=1",
+			"group.initial.rebalance.delay.ms=0",
+			"auto.create.topics.enable=false",
+		}, "\n") + "\n"
+		p := filepath.Join(dir, "server.properties")
+		if err := os.WriteFile(p, []byte(props), 0o644); err != nil {
+			return nil, err
+		}
+		paths = append(paths, p)
 	}
-	k.addr = fmt.Sprintf("127.0.0.1:%d", bport)
-	props := strings.Join([]string{
-		"process.roles=broker,controller",
-		"node.id=1",
-		fmt.Sprintf("controller.quorum.voters=1@127.0.0.1:%d", cport),
-		fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", bport, cport),
-		fmt.Sprintf("advertised.listeners=PLAINTEXT://127.0.0.1:%d", bport),
-		"controller.listener.names=CONTROLLER",
-		"inter.broker.listener.name=PLAINTEXT",
-		"listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-		"log.dirs=" + filepath.Join(k.dir, "logs"),
-		"offsets.topic.replication.factor=1",
-		"transaction.state.log.replication.factor=1",
-		"transaction.state.log.min.isr=1",
-		"group.initial.rebalance.delay.ms=0",
-		"auto.create.topics.enable=false",
-	}, "\n") + "\n"
-	p := filepath.Join(k.dir, "server.properties")
-	return p, os.WriteFile(p, []byte(props), 0o644)
+	return paths, nil
 }
 
-// stop closes the admin client, stops the broker and removes its data.
+// stop closes the admin client, stops the brokers and removes their data.
+// The brokers stop together: one stopped after the others lost their
+// controller quorum would wait out its controlled shutdown.
 func (k *kafkaServer) stop() error {
 	if k.admCl != nil {
 		k.admCl.Close()
 	}
-	var err error
-	if k.srv != nil {
-		err = k.srv.Stop()
+	errs := make([]error, len(k.srvs)+1)
+	var wg sync.WaitGroup
+	for i, srv := range k.srvs {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = srv.Stop() }()
 	}
-	return errors.Join(err, os.RemoveAll(k.dir))
+	wg.Wait()
+	errs[len(k.srvs)] = os.RemoveAll(k.dir)
+	return errors.Join(errs...)
 }
 
-// createTopic creates a topic of tableBuckets partitions and waits until
-// every partition has a leader, so that the first produce does not wait
-// for metadata.
+// createTopic creates a topic of k.partitions partitions, k.rf replicas
+// each, and waits until every partition has a leader and all its replicas
+// in sync, so that the first produce does not wait for metadata.
 func (k *kafkaServer) createTopic(ctx context.Context, name string) error {
 	configs := map[string]*string{}
 	if k.sync == "always" {
 		one := "1"
 		configs["flush.messages"] = &one
 	}
-	if _, err := k.adm.CreateTopic(ctx, tableBuckets, 1, configs, name); err != nil {
+	if k.rf > 1 {
+		two := "2" // the cluster table's min.insync.replicas
+		configs["min.insync.replicas"] = &two
+	}
+	if _, err := k.adm.CreateTopic(ctx, int32(k.partitions), int16(k.rf), configs, name); err != nil {
 		return fmt.Errorf("kafka: create topic %s: %w", name, err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		md, err := k.adm.Metadata(ctx, name)
-		if err == nil && topicReady(md.Topics[name]) {
+		if err == nil && k.topicReady(md.Topics[name]) {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -290,12 +344,12 @@ func (k *kafkaServer) createTopic(ctx context.Context, name string) error {
 	}
 }
 
-func topicReady(t kadm.TopicDetail) bool {
-	if t.Err != nil || len(t.Partitions) != tableBuckets {
+func (k *kafkaServer) topicReady(t kadm.TopicDetail) bool {
+	if t.Err != nil || len(t.Partitions) != k.partitions {
 		return false
 	}
 	for _, p := range t.Partitions {
-		if p.Err != nil || p.Leader < 0 {
+		if p.Err != nil || p.Leader < 0 || len(p.ISR) < k.rf {
 			return false
 		}
 	}
@@ -353,7 +407,7 @@ func (k *kafkaServer) producers(n int) ([]*kgo.Client, func(), error) {
 		}
 	}
 	for range n {
-		c, err := kgo.NewClient(kgo.SeedBrokers(k.addr), kgo.RequiredAcks(kgo.AllISRAcks()),
+		c, err := kgo.NewClient(kgo.SeedBrokers(k.seeds...), kgo.RequiredAcks(kgo.AllISRAcks()),
 			kgo.ProducerBatchCompression(k.compression()), kgo.MaxBufferedRecords(1<<20),
 			kgo.MetadataMinAge(100*time.Millisecond))
 		if err != nil {
@@ -416,7 +470,7 @@ func (k *kafkaServer) kafkaConsume(topic string, sub *subscriber) func(ctx conte
 		// byte is there (fetch.min.bytes = 1) either way; the bound matters
 		// when the broker does not wake a parked fetch, which a new topic's
 		// first fetch showed: it waited out the whole 5 s.
-		cl, err := kgo.NewClient(kgo.SeedBrokers(k.addr), kgo.ConsumeTopics(topic),
+		cl, err := kgo.NewClient(kgo.SeedBrokers(k.seeds...), kgo.ConsumeTopics(topic),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond),
 			kgo.MetadataMinAge(100*time.Millisecond))
 		if err != nil {

@@ -43,7 +43,8 @@ var runners = map[string]func(context.Context, *env) (*WorkloadReport, error){
 	// lake.go: on a lake node of their own, not on this env's node
 	"tiering": runTiering,
 	"union":   runUnion,
-	"pklake":  runPKLake, // pk_lake.go
+	"pklake":  runPKLake,  // pk_lake.go
+	"cluster": runCluster, // cluster.go: a cluster of its own
 }
 
 // Run starts a node and the baselines in this process, runs the selected
