@@ -51,6 +51,7 @@ type leader struct {
 		hw        int64                // this leadership's high watermark; frozen by depose
 		ends      map[string]int64     // each follower's end as of its last fetch
 		lastSent  map[string]int64     // the leader's end in its last answer to each
+		hwSent    map[string]int64     // the high watermark in its last answer to each
 		caughtUp  map[string]time.Time // when each follower last reached lastSent
 		deposed   bool
 		moved     chan struct{} // closed when hw moves, the set changes or leadership ends
@@ -66,6 +67,7 @@ func newLeader(self string, log Log, a Assignment, lagMax time.Duration, now fun
 	l.mu.hw = log.HighWatermark()
 	l.mu.ends = map[string]int64{}
 	l.mu.lastSent = map[string]int64{}
+	l.mu.hwSent = map[string]int64{}
 	l.mu.caughtUp = map[string]time.Time{}
 	start := now()
 	for _, id := range a.ISR {
@@ -102,11 +104,26 @@ func (l *leader) fetched(follower string, end int64) (propose []string, base int
 	return sortedSet(append(slices.Clone(l.mu.isr), follower)), l.mu.version
 }
 
-// sent records the leader's end in an answer to follower.
-func (l *leader) sent(follower string, end int64) {
+// sent records the leader's end and high watermark in an answer to
+// follower.
+func (l *leader) sent(follower string, end, hw int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.mu.lastSent[follower] = end
+	l.mu.hwSent[follower] = hw
+}
+
+// holdFetch says whether a fetch of follower at the leader's end may wait
+// for news, and returns the channel closed when the high watermark next
+// moves. It may not when the follower has not been told the current high
+// watermark: most often its own fetch has just moved it (its end was the
+// last the watermark waited for), and holding the answer until the next
+// write would hold back its readers, who see rows only below the
+// watermark it knows, by up to the interval between writes.
+func (l *leader) holdFetch(follower string) (hold bool, moved <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.hw <= l.mu.hwSent[follower], l.mu.moved
 }
 
 // advanceLocked moves the high watermark to the least end over the
@@ -135,13 +152,6 @@ func (l *leader) advanceLocked() {
 		l.log.SetHighWatermark(hw)
 		l.signalLocked()
 	}
-}
-
-// hwMoved is closed when the high watermark next moves.
-func (l *leader) hwMoved() <-chan struct{} {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.mu.moved
 }
 
 func (l *leader) signalLocked() {

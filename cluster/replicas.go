@@ -313,6 +313,10 @@ func (r *Replicas) fetch(ctx context.Context, q FetchRequest) FetchResponse {
 		return FetchResponse{Code: CodeBadRequest, Epoch: role.Epoch, Message: fmt.Sprintf("%q holds no replica of %s", q.Follower, q.BucketRef)}
 	}
 	log := rep.log
+	// Taken before the durable end is read: a commit between the read
+	// and the wait below closes it, rather than going unnoticed until the
+	// next one.
+	durableMoved := log.NotifyDurable()
 	start, durable := log.Start(), log.Durable()
 	if q.Offset < start || q.Offset > durable {
 		return FetchResponse{Code: CodeOutOfRange, Epoch: role.Epoch, Start: start, End: durable,
@@ -321,15 +325,16 @@ func (r *Replicas) fetch(ctx context.Context, q FetchRequest) FetchResponse {
 	if isr, base := l.fetched(q.Follower, q.Offset); isr != nil {
 		r.propose(ctx, l, role.Epoch, base, isr, r.isrChange(q.BucketRef))
 	}
-	if q.Offset == durable && q.MaxWaitMs > 0 {
-		// A follower at the end waits for new batches, or for the high
-		// watermark to move (another follower's fetch moved it): its
-		// readers see rows only below the watermark it learns here, so
-		// holding the answer until the next write would hold them back.
+	if hold, hwMoved := l.holdFetch(q.Follower); hold && q.Offset == durable && q.MaxWaitMs > 0 {
+		// A follower at the end, told the current high watermark, waits
+		// for new batches, or for the high watermark to move (another
+		// follower's fetch moved it): its readers see rows only below the
+		// watermark it learns here, so holding the answer until the next
+		// write would hold them back.
 		wait := time.NewTimer(min(time.Duration(q.MaxWaitMs)*time.Millisecond, r.cfg.FetchMaxWait))
 		select {
-		case <-log.NotifyDurable():
-		case <-l.hwMoved():
+		case <-durableMoved:
+		case <-hwMoved:
 		case <-wait.C:
 		case <-ctx.Done():
 		}
@@ -349,7 +354,7 @@ func (r *Replicas) fetch(ctx context.Context, q FetchRequest) FetchResponse {
 		// batches at these offsets, which are not this epoch's to send.
 		return FetchResponse{Code: CodeNotLeader, Epoch: role.Epoch, Message: "leadership ended during the fetch"}
 	}
-	l.sent(q.Follower, resp.End)
+	l.sent(q.Follower, resp.End, resp.HW)
 	return resp
 }
 

@@ -32,9 +32,15 @@ type testCluster struct {
 }
 
 func newTestCluster(t *testing.T, lagMax time.Duration, ids ...string) *testCluster {
+	return newTestClusterWait(t, lagMax, 50*time.Millisecond, ids...)
+}
+
+// newTestClusterWait is newTestCluster whose leaders hold a fetch at
+// their end up to fetchMaxWait.
+func newTestClusterWait(t *testing.T, lagMax, fetchMaxWait time.Duration, ids ...string) *testCluster {
 	c := &testCluster{t: t, tr: &directTransport{nodes: map[string]*Replicas{}, cut: map[string]bool{}}, nodes: map[string]*Replicas{}, logs: map[string]*memLog{}}
 	for _, id := range ids {
-		r, err := NewReplicas(Config{NodeID: id, ReplicaLagMax: lagMax, FetchMaxWait: 50 * time.Millisecond, RetryBackoff: 5 * time.Millisecond,
+		r, err := NewReplicas(Config{NodeID: id, ReplicaLagMax: lagMax, FetchMaxWait: fetchMaxWait, RetryBackoff: 5 * time.Millisecond,
 			RetryBackoffMax: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)}, c.tr, c.isrChange)
 		if err != nil {
 			t.Fatal(err)
