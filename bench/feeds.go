@@ -57,13 +57,27 @@ type feed interface {
 type lakeFeed struct {
 	e   *env
 	cls []*flightsql.Client
+	// name and create, when set, name the feed in the figures and create
+	// its tables (the cluster workload's single node, one bucket);
+	// default "lakestream" and env.createTable.
+	name   string
+	create func(ctx context.Context) (string, error)
 }
 
-func (f *lakeFeed) system() string { return "lakestream" }
+func (f *lakeFeed) system() string {
+	if f.name != "" {
+		return f.name
+	}
+	return "lakestream"
+}
 func (f *lakeFeed) writers() int   { return len(f.cls) - 1 }
 
 func (f *lakeFeed) open(ctx context.Context, sub *subscriber) (string, error) {
-	table, err := f.e.createTable(ctx, "sub")
+	create := f.create
+	if create == nil {
+		create = func(ctx context.Context) (string, error) { return f.e.createTable(ctx, "sub") }
+	}
+	table, err := create(ctx)
 	if err != nil {
 		return "", err
 	}
