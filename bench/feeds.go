@@ -70,7 +70,7 @@ func (f *lakeFeed) system() string {
 	}
 	return "lakestream"
 }
-func (f *lakeFeed) writers() int   { return len(f.cls) - 1 }
+func (f *lakeFeed) writers() int { return len(f.cls) - 1 }
 
 func (f *lakeFeed) open(ctx context.Context, sub *subscriber) (string, error) {
 	create := f.create
