@@ -14,8 +14,9 @@ var Workloads = []string{"ingest", "scan", "query", "subscribe", "pk", "tiering"
 
 // DefaultWorkloads are the workloads run when none are named: all but pk,
 // whose full figure (10M upserts, then lookups) takes as long as the rest
-// together, and pklake (10M keys in the lake); they run when asked for
-// (-workloads pk, make bench-pk; -workloads pklake).
+// together, pklake (10M keys in the lake) and cluster (three nodes and
+// three Kafka brokers of its own); they run when asked for (-workloads
+// pk, make bench-pk; -workloads pklake; -workloads cluster).
 var DefaultWorkloads = []string{"ingest", "scan", "query", "subscribe", "tiering", "union"}
 
 // Config configures a benchmark run. The zero value of each field means its

@@ -29,6 +29,11 @@
 //	   │               CONFLICT (pk_pg.go), prepared point and batch
 //	   │               lookups vs PostgreSQL's and a no-op RPC, a GROUP BY
 //	   │               over the state vs DuckDB, the key index's disk size
+//	   ├ cluster.go    (not in DefaultWorkloads) a three-node cluster in
+//	   │               this process: ingest into a bucket's leader and
+//	   │               subscription latency on the leader and a follower,
+//	   │               vs the single node and Kafka on three brokers
+//	   │               (replication factor 3, acks=all)
 //	   ├ lake*.go      on a node of their own each (node.TieringManual: the
 //	   │               workload runs the rounds): tiering throughput vs
 //	   │               pqarrow, commit, round and plan time over
