@@ -405,9 +405,6 @@ func ref(tableID int64, b int) cluster.BucketRef {
 // Opened registers each bucket of the table's log as a replica; its role
 // comes with the store's assignment.
 func (r *replication) Opened(def *catalog.Table, log *columnarlog.TableLog) error {
-	if def.HasPrimaryKey() {
-		return fmt.Errorf("table %s has a primary key: %w: primary-key tables are not replicated yet (docs/cluster.md)", def.FullName(), errors.ErrUnsupported)
-	}
 	var errs []error
 	for b := range log.Buckets() {
 		errs = append(errs, r.reps.Add(ref(def.ID, b), cluster.BucketLog(log, b)))

@@ -128,6 +128,13 @@ func (a *Appender) Flush(ctx context.Context) error {
 			e.stale = true // read the writer from the log again next time
 			return err
 		}
+		if p := a.t.pk; p != nil {
+			// Its rows are readable here when the call is acknowledged
+			// (the index follows the high watermark in the background).
+			if err := p.catchUp(ctx); err != nil {
+				a.t.store.cfg.Logger.Warn("key index catch-up after a repeated call", "table", a.def.FullName(), "error", err)
+			}
+		}
 		for _, r := range a.pending {
 			a.written += r.NumRows()
 		}

@@ -45,6 +45,9 @@ type pkTable struct {
 	state atomic.Pointer[pkState]
 	lay   atomic.Pointer[pkLayout] // of the newest definition seen
 	dirs  []batchDir               // by bucket: the batches state reads saw (pk_livecache.go)
+	// stopFollow stops the catch-up of a replicated table's index with
+	// the high watermark (pk_replica.go); nil when none runs.
+	stopFollow func()
 }
 
 // pkState is what reads of a primary-key table see: for each bucket, the
@@ -88,23 +91,32 @@ func (s *Store) openPK(t *Table, dir string) error {
 	}
 	p := &pkTable{t: t, idx: idx, dirs: make([]batchDir, t.log.Buckets())}
 	t.pk = p
+	if p.replicated() {
+		p.raiseHighWatermarks()
+	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	err = p.resyncLocked(context.Background())
+	p.mu.Unlock()
 	if errors.Is(err, ErrKeyIndexRebuilding) {
 		// The rebuild reads the lake, attached after the tables open:
 		// SetLake resyncs the table, which serves nothing until then.
 		s.cfg.Logger.Info("the key index is rebuilt from the lake once it is attached", "table", t.Name())
-		return nil
+		err = nil
 	}
 	if err != nil {
 		return errors.Join(err, idx.Close())
+	}
+	if p.replicated() {
+		p.startFollow()
 	}
 	return nil
 }
 
 // close closes the key index; the table's log is closed by the caller.
 func (p *pkTable) close() error {
+	if p.stopFollow != nil {
+		p.stopFollow()
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.idx.Close()

@@ -94,9 +94,6 @@ func (t *Table) writePKAs(ctx context.Context, def *catalog.Table, inputs []pkIn
 			return pkResult{}, err
 		}
 	}
-	if err := p.checkSince(ctx, lay, inputs); err != nil {
-		return pkResult{}, err
-	}
 	n := t.log.Buckets()
 	refs := make([][]rowRef, n)
 	var ids []int32
@@ -108,8 +105,14 @@ func (t *Table) writePKAs(ctx context.Context, def *catalog.Table, inputs []pkIn
 		}
 		res.rows += in.rec.NumRows()
 	}
-	changes := make([]*bucketChanges, n)
 	used := nonEmpty(refs)
+	if err := p.readyLocked(ctx, def, used); err != nil {
+		return pkResult{}, err
+	}
+	if err := p.checkSince(ctx, lay, inputs); err != nil {
+		return pkResult{}, err
+	}
+	changes := make([]*bucketChanges, n)
 	err = parallel(ctx, len(used), func(i int) error {
 		b := used[i]
 		c, err := p.prepare(lay, b, refs[b], inputs, w)
@@ -134,6 +137,8 @@ func (t *Table) writePKAs(ctx context.Context, def *catalog.Table, inputs []pkIn
 	}
 	appended, err := t.append(ctx, def, parts)
 	if err != nil {
+		// In a cluster the write may be in the log, not yet held by the
+		// in-sync replicas: the index stays below it (pk_replica.go).
 		return pkResult{}, err
 	}
 	// The write is durable in the log from here: a cancelled caller does
