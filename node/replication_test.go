@@ -317,14 +317,6 @@ func TestClusterSharesTables(t *testing.T) {
 	if slicesContains(st.Replicas, "n3") {
 		waitUntil(t, func() bool { return queryInt64(t, cl3, "SELECT count(*) FROM u") == 50 })
 	}
-	// Primary-key tables are not replicated yet: refused, and not created.
-	_, err = client(t, c.nodes["n1"].n.Addr()).ExecuteUpdate(context.Background(), "CREATE TABLE p (id BIGINT PRIMARY KEY, v VARCHAR)")
-	if status.Code(err) != codes.Unimplemented || !strings.Contains(err.Error(), "not replicated yet") {
-		t.Fatalf("a primary-key table on a cluster: %v, want Unimplemented", err)
-	}
-	if _, err := c.nodes["n1"].n.Tables().Get(context.Background(), "", "p"); err == nil {
-		t.Fatal("the refused primary-key table exists")
-	}
 	// A DROP on n2 drops t on every node, its data with it.
 	mustExec(t, client(t, c.nodes["n2"].n.Addr()), "DROP TABLE t")
 	for _, id := range []string{"n1", "n2", "n3"} {
