@@ -7,7 +7,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc/metadata"
 
 	"github.com/lakestream/lakestream/cluster/meta"
@@ -166,4 +171,51 @@ func (c *testCluster) samePKState(ids []string, m *pkModel) {
 			}
 		}
 	}
+}
+
+// BenchmarkReplicatedPKIngest is BenchmarkReplicatedIngest for a
+// primary-key table: each call upserts 10,000 rows over a key space of
+// 20,000 that moves by 5,000 a call, so about half of a call's rows
+// update a key (docs/benchmarks.md).
+func BenchmarkReplicatedPKIngest(b *testing.B) {
+	const rows, calls = 10_000, 20
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "v", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	recs := make([]arrow.RecordBatch, 4)
+	for k := range recs {
+		bld := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+		for i := range rows {
+			bld.Field(0).(*array.Int64Builder).Append(int64(k*rows/2 + i))
+			bld.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("value %d/%d", k, i))
+		}
+		recs[k] = bld.NewRecordBatch()
+		bld.Release()
+		defer recs[k].Release()
+	}
+	const create = "CREATE TABLE t (id BIGINT, v VARCHAR, PRIMARY KEY (id)) WITH ('bucket.num' = '1', 'bucket.replicas' = '3', 'min.insync.replicas' = '2')"
+	single, leader, _ := singleAndCluster(b, create)
+	ingest := func(cl *flightsql.Client) time.Duration {
+		began := time.Now()
+		for i := range calls {
+			rdr, _ := array.NewRecordReader(schema, []arrow.RecordBatch{recs[i%len(recs)]})
+			_, err := cl.ExecuteIngest(context.Background(), rdr, &flightsql.ExecuteIngestOpts{Table: "t", TableDefinitionOptions: &flightsql.TableDefinitionOptions{
+				IfNotExist: flightsql.TableDefinitionOptionsTableNotExistOptionFail, IfExists: flightsql.TableDefinitionOptionsTableExistsOptionAppend}})
+			rdr.Release()
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		return time.Since(began)
+	}
+	singleCl, leaderCl := client(b, single.Addr()), client(b, leader.Addr())
+	var one, three time.Duration
+	b.ResetTimer()
+	for range b.N {
+		one += ingest(singleCl)
+		three += ingest(leaderCl)
+	}
+	b.StopTimer()
+	total := float64(b.N * calls * rows)
+	b.ReportMetric(total/one.Seconds(), "single-rows/s")
+	b.ReportMetric(total/three.Seconds(), "replicated-rows/s")
+	b.ReportMetric(one.Seconds()/three.Seconds(), "replicated/single")
 }
