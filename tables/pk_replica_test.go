@@ -2,6 +2,7 @@ package tables_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -504,4 +505,35 @@ func TestPKReplicatedLeadershipChanges(t *testing.T) {
 		c.check(m, name)
 	}
 	t.Logf("%d leadership changes, %d restarts; failed writes: %d kept, %d cut", failovers, restarts, survived, lost)
+}
+
+// A new leader whose log holds a tail above its key index (the old
+// leader's last write, which reached it only) takes no write until its
+// replicas hold that tail: while they do not, a write is refused with
+// ErrReplicaUnavailable and nothing is appended; then the tail is applied
+// and the write goes on from it.
+func TestPKReplicatedNewLeaderWaitsForItsTail(t *testing.T) {
+	c := newPKCluster(t)
+	if err := c.upsert([]int64{1, 2}, []int64{10, 20}, tables.Writer{}); err != nil {
+		t.Fatal(err)
+	}
+	c.failNext, c.reach = true, []string{"b"}
+	if err := c.upsert([]int64{1, 3}, []int64{1, 30}, tables.Writer{}); !errors.Is(err, tables.ErrReplicaUnavailable) {
+		t.Fatalf("write whose acknowledgement failed: %v", err)
+	}
+	c.elect("b")
+	before := slices.Clone(c.log("b").DurableEnds())
+	c.failNext, c.reach = true, nil
+	err := c.upsert([]int64{1, 2, 3, 4}, []int64{100, 100, 100, 100}, tables.Writer{})
+	if !errors.Is(err, tables.ErrReplicaUnavailable) || !strings.Contains(err.Error(), "nothing was written") {
+		t.Fatalf("write while the tail is not held: %v, want ErrReplicaUnavailable, nothing written", err)
+	}
+	if got := c.log("b").DurableEnds(); !slices.Equal(got, before) {
+		t.Fatalf("the refused write appended: ends %v, were %v", got, before)
+	}
+	if err := c.upsert([]int64{1, 2, 3, 4}, []int64{100, 100, 100, 100}, tables.Writer{}); err != nil {
+		t.Fatal(err)
+	}
+	c.settle()
+	c.check(pkReplModel{1: 111, 2: 120, 3: 130, 4: 100}, "after the tail")
 }
