@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lakestream/lakestream/cluster/meta"
+	"github.com/lakestream/lakestream/membership"
 )
 
 // ControllerLease is the name of the controller's lease in the metadata
@@ -25,12 +26,28 @@ type Controller struct {
 	Store meta.Store
 	// Alive says whether a node is alive (membership: alive or suspect).
 	Alive func(id string) bool
+	// Draining says whether a node hands its leaderships off (View); nil:
+	// none does.
+	Draining func(id string) bool
+	// Decommissioned says whether a node's replicas move away (Reassign);
+	// Nodes lists the nodes they may move to (live, neither draining nor
+	// decommissioned) and Want a bucket's replica count. nil
+	// Decommissioned: no replica moves.
+	Decommissioned func(id string) bool
+	Nodes          func() []membership.Node
+	Want           func(meta.Bucket) int
 	// LeaseTTL is the controller lease's length; the holder renews it every
 	// Every. Default 3s.
 	LeaseTTL time.Duration
 	// Every is how often the controller decides. Default 200ms.
 	Every  time.Duration
 	Logger *slog.Logger
+	// Decided, when set, hears of every decision stored, with the bucket
+	// before and after it (the node counts elections and in-sync set
+	// changes from it).
+	Decided func(before, after meta.Bucket)
+
+	held meta.Lease // the controller lease as last taken; zero when none
 }
 
 // Run decides until ctx ends.
@@ -52,10 +69,26 @@ func (c *Controller) Run(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
+			c.release()
 			return
 		case <-tick.C:
 		}
 	}
+}
+
+// release gives the controller lease up, if this node holds it: a node
+// that stops gracefully leaves the cluster without a controller for no
+// longer than the others' next pass, not the lease's ttl.
+func (c *Controller) release() {
+	if c.held.Holder == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := c.Store.ReleaseLease(ctx, c.held); err != nil && !errors.Is(err, meta.ErrNotFound) {
+		c.Logger.Warn("release the controller lease", "error", err)
+	}
+	c.held = meta.Lease{}
 }
 
 // Step takes or renews the lease and, holding it, decides every bucket
@@ -63,31 +96,44 @@ func (c *Controller) Run(ctx context.Context) {
 func (c *Controller) Step(ctx context.Context) error {
 	lease, err := c.Store.AcquireLease(ctx, ControllerLease, c.Self, c.LeaseTTL)
 	if errors.Is(err, meta.ErrLeaseHeld) {
+		c.held = meta.Lease{}
 		return nil // another node controls
 	}
 	if err != nil {
 		return fmt.Errorf("controller lease: %w", err)
 	}
+	c.held = lease
 	buckets, err := c.Store.AllBuckets(ctx)
 	if err != nil {
 		return fmt.Errorf("controller: read buckets: %w", err)
 	}
 	var errs []error
+	var nodes []membership.Node // read once a pass, when a replica has to move
 	for _, b := range buckets {
 		if time.Now().After(lease.Expires) {
 			return errors.Join(append(errs, errors.New("controller lease expired during a pass"))...)
 		}
-		next, ok := Decide(b, c.Alive)
+		next, ok := Decide(b, View{Alive: c.Alive, Draining: c.Draining})
+		if !ok && c.Decommissioned != nil && slices.ContainsFunc(b.Replicas, c.Decommissioned) {
+			if nodes == nil && c.Nodes != nil {
+				nodes = c.Nodes()
+			}
+			next, ok = Reassign(b, c.Decommissioned, c.Want(b), nodes)
+		}
 		if !ok {
 			continue
 		}
-		if _, err := c.Store.UpdateBucket(ctx, next); err != nil {
+		stored, err := c.Store.UpdateBucket(ctx, next)
+		if err != nil {
 			if !errors.Is(err, meta.ErrConflict) { // someone wrote first: decide again next pass
 				errs = append(errs, fmt.Errorf("%s: %w", b.Key, err))
 			}
 			continue
 		}
-		c.Logger.Info("bucket leader elected", "bucket", b.Key.String(), "leader", next.Leader, "epoch", next.Epoch, "was", b.Leader, "isr", next.ISR)
+		if c.Decided != nil {
+			c.Decided(b, stored)
+		}
+		c.Logger.Info("bucket decided", "bucket", b.Key.String(), "leader", next.Leader, "epoch", next.Epoch, "was", b.Leader, "isr", next.ISR, "replicas", next.Replicas)
 	}
 	return errors.Join(errs...)
 }
@@ -156,7 +202,14 @@ func applyAll(ctx context.Context, store meta.Store, r *Replicas, minISR func(me
 	}
 	var errs []error
 	for _, b := range buckets {
-		if !slices.Contains(b.Replicas, r.cfg.NodeID) || !r.holds(b.Key) {
+		if !r.holds(b.Key) {
+			continue
+		}
+		if !slices.Contains(b.Replicas, r.cfg.NodeID) {
+			// The replica moved away (Reassign): its role ends.
+			if a, ok := r.Role(b.Key); ok && a.Epoch < b.Epoch && slices.Contains(a.Replicas, r.cfg.NodeID) {
+				errs = append(errs, r.Apply(Assignment{Ref: b.Key, Replicas: b.Replicas, Epoch: b.Epoch, ISR: b.ISR, Version: b.Version}))
+			}
 			continue
 		}
 		errs = append(errs, r.Apply(AssignmentOf(b, minISR(b), addr)))

@@ -18,19 +18,32 @@ func TestDecide(t *testing.T) {
 		name  string
 		in    meta.Bucket
 		alive []string
+		drain []string
 		want  meta.Bucket
 		ok    bool
 	}{
-		{"all alive", st("a", 1, "a", "b", "c"), []string{"a", "b", "c"}, st("a", 1, "a", "b", "c"), false},
-		{"follower dies: the leader's to take out", st("a", 1, "a", "b", "c"), []string{"a", "b"}, st("a", 1, "a", "b", "c"), false},
-		{"leader dies: next in placement order", st("a", 1, "a", "b", "c"), []string{"b", "c"}, st("b", 2, "b", "c"), true},
-		{"leader dies: skip a replica out of sync", st("a", 1, "a", "c"), []string{"b", "c"}, st("c", 2, "c"), true},
-		{"no in-sync replica alive: offline, fenced", st("a", 1, "a"), []string{"b", "c"}, st("", 2, "a"), true},
-		{"offline stays offline", st("", 2, "a"), []string{"b", "c"}, st("", 2, "a"), false},
-		{"an in-sync replica returns", st("", 2, "a"), []string{"a"}, st("a", 3, "a"), true},
+		{"all alive", st("a", 1, "a", "b", "c"), []string{"a", "b", "c"}, nil, st("a", 1, "a", "b", "c"), false},
+		{"follower dies: the leader's to take out", st("a", 1, "a", "b", "c"), []string{"a", "b"}, nil, st("a", 1, "a", "b", "c"), false},
+		{"leader dies: next in placement order", st("a", 1, "a", "b", "c"), []string{"b", "c"}, nil, st("b", 2, "b", "c"), true},
+		{"leader dies: skip a replica out of sync", st("a", 1, "a", "c"), []string{"b", "c"}, nil, st("c", 2, "c"), true},
+		{"no in-sync replica alive: offline, fenced", st("a", 1, "a"), []string{"b", "c"}, nil, st("", 2, "a"), true},
+		{"offline stays offline", st("", 2, "a"), []string{"b", "c"}, nil, st("", 2, "a"), false},
+		{"an in-sync replica returns", st("", 2, "a"), []string{"a"}, nil, st("a", 3, "a"), true},
+		{"draining leader hands off, the set stays", st("a", 1, "a", "b", "c"), []string{"a", "b", "c"}, []string{"a"}, st("b", 2, "a", "b", "c"), true},
+		{"hand-off skips a replica out of sync", st("a", 1, "a", "c"), []string{"a", "b", "c"}, []string{"a"}, st("c", 2, "a", "c"), true},
+		{"hand-off skips a draining replica", st("a", 1, "a", "b", "c"), []string{"a", "b", "c"}, []string{"a", "b"}, st("c", 2, "a", "b", "c"), true},
+		{"no one to hand off to: keeps leading", st("a", 1, "a", "b"), []string{"a", "b"}, []string{"a", "b"}, st("a", 1, "a", "b"), false},
+		{"no one in sync to hand off to", st("a", 1, "a"), []string{"a", "b", "c"}, []string{"a"}, st("a", 1, "a"), false},
+		{"hand-off drops a follower that stopped", st("a", 1, "a", "b", "c"), []string{"a", "b"}, []string{"a", "c"}, st("b", 2, "a", "b"), true},
+		{"a follower that stopped leaves the set", st("a", 1, "a", "b", "c"), []string{"a", "b"}, []string{"c"}, st("a", 1, "a", "b"), true},
+		{"a draining follower still alive stays", st("a", 1, "a", "b", "c"), []string{"a", "b", "c"}, []string{"c"}, st("a", 1, "a", "b", "c"), false},
+		{"a dead follower not draining stays: the leader's", st("a", 1, "a", "b", "c"), []string{"a", "b"}, nil, st("a", 1, "a", "b", "c"), false},
+		{"leader dies: prefer a replica not draining", st("a", 1, "a", "b", "c"), []string{"b", "c"}, []string{"b"}, st("c", 2, "b", "c"), true},
+		{"leader dies: a draining replica rather than none", st("a", 1, "a", "b"), []string{"b", "c"}, []string{"b"}, st("b", 2, "b"), true},
+		{"a draining leader that died is replaced", st("a", 1, "a", "b", "c"), []string{"b", "c"}, []string{"a"}, st("b", 2, "b", "c"), true},
 	} {
-		alive := func(id string) bool { return slices.Contains(tt.alive, id) }
-		got, ok := Decide(tt.in, alive)
+		v := View{Alive: func(id string) bool { return slices.Contains(tt.alive, id) }, Draining: func(id string) bool { return slices.Contains(tt.drain, id) }}
+		got, ok := Decide(tt.in, v)
 		if ok != tt.ok || !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s: %+v %v, want %+v %v", tt.name, got, ok, tt.want, tt.ok)
 		}
@@ -38,8 +51,10 @@ func TestDecide(t *testing.T) {
 }
 
 // Decide never elects a replica out of sync, never lowers the epoch, and
-// raises it whenever the leader changes — over every subset of live nodes
-// and every in-sync set.
+// raises it whenever the leader changes; it hands a draining leader's
+// leadership off whenever another replica is alive, in sync and not
+// draining; it never changes the replicas — over every subset of live
+// nodes, of draining nodes and every in-sync set.
 func TestDecideProperties(t *testing.T) {
 	nodes := []string{"a", "b", "c"}
 	subsets := func() [][]string {
@@ -61,16 +76,34 @@ func TestDecideProperties(t *testing.T) {
 				continue
 			}
 			for _, live := range subsets {
-				in := meta.Bucket{Replicas: nodes, Leader: leader, Epoch: 4, ISR: isr}
-				got, _ := Decide(in, func(id string) bool { return slices.Contains(live, id) })
-				if got.Leader != "" && (!slices.Contains(isr, got.Leader) || !slices.Contains(live, got.Leader)) {
-					t.Errorf("%+v live %v: elected %q, not alive and in sync", in, live, got.Leader)
-				}
-				if got.Epoch < in.Epoch || (got.Leader != in.Leader && got.Epoch == in.Epoch) {
-					t.Errorf("%+v live %v: leader %q at epoch %d", in, live, got.Leader, got.Epoch)
-				}
-				if got.Leader != "" && !slices.Contains(got.ISR, got.Leader) {
-					t.Errorf("%+v live %v: leader %q outside its in-sync set %v", in, live, got.Leader, got.ISR)
+				for _, drain := range subsets {
+					in := meta.Bucket{Replicas: nodes, Leader: leader, Epoch: 4, ISR: isr}
+					v := View{Alive: func(id string) bool { return slices.Contains(live, id) }, Draining: func(id string) bool { return slices.Contains(drain, id) }}
+					got, _ := Decide(in, v)
+					if !reflect.DeepEqual(got.Replicas, in.Replicas) {
+						t.Errorf("%+v live %v draining %v: replicas became %v", in, live, drain, got.Replicas)
+					}
+					if slices.Contains(live, got.Leader) && slices.Contains(drain, got.Leader) {
+						for _, id := range isr {
+							if id != got.Leader && slices.Contains(live, id) && !slices.Contains(drain, id) {
+								t.Errorf("%+v live %v draining %v: %q leads though %q could", in, live, drain, got.Leader, id)
+							}
+						}
+					}
+					if got.Leader != "" && (!slices.Contains(isr, got.Leader) || !slices.Contains(live, got.Leader)) {
+						t.Errorf("%+v live %v: elected %q, not alive and in sync", in, live, got.Leader)
+					}
+					if got.Epoch < in.Epoch || (got.Leader != in.Leader && got.Epoch == in.Epoch) {
+						t.Errorf("%+v live %v: leader %q at epoch %d", in, live, got.Leader, got.Epoch)
+					}
+					if got.Leader != "" && !slices.Contains(got.ISR, got.Leader) {
+						t.Errorf("%+v live %v: leader %q outside its in-sync set %v", in, live, got.Leader, got.ISR)
+					}
+					for _, id := range in.ISR {
+						if !slices.Contains(got.ISR, id) && slices.Contains(live, id) {
+							t.Errorf("%+v live %v draining %v: live %q left the in-sync set", in, live, drain, id)
+						}
+					}
 				}
 			}
 		}

@@ -55,6 +55,11 @@ type ClusterConfig struct {
 	// announces that it leaves and waits this long for the others to
 	// hear it. Default 5s.
 	LeaveTimeout time.Duration
+	// DrainTimeout bounds the hand-off at a graceful stop: the node asks
+	// the controller to move the leadership of every bucket it leads to
+	// an in-sync replica and waits this long for it (docs/cluster.md).
+	// Default 10s.
+	DrainTimeout time.Duration
 }
 
 // enabled says whether the node joins a cluster.
@@ -66,6 +71,9 @@ func (c *ClusterConfig) ensureDefaults() {
 	}
 	if c.LeaveTimeout == 0 {
 		c.LeaveTimeout = 5 * time.Second
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = 10 * time.Second
 	}
 }
 
@@ -106,6 +114,9 @@ func (c ClusterConfig) validate(listen string) []error {
 	}
 	if m := c.Meta; m != "" && !strings.HasPrefix(m, "postgres://") && !strings.HasPrefix(m, "postgresql://") && !strings.HasPrefix(m, "sqlite://") {
 		errs = append(errs, fmt.Errorf("meta %q: want postgres://… (shared by the cluster's nodes) or sqlite://FILE", m))
+	}
+	if c.DrainTimeout < 0 {
+		errs = append(errs, fmt.Errorf("drain timeout %s: want a positive duration", c.DrainTimeout))
 	}
 	if c.LeaveTimeout < 0 {
 		errs = append(errs, fmt.Errorf("leave timeout %s: want a positive duration", c.LeaveTimeout))

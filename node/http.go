@@ -25,7 +25,7 @@ func (n *Node) httpHandler() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&logCollector{n: n}, &lakeCollector{n: n}, &cacheCollector{n: n}, &healthCollector{n: n}, &streamCollector{n: n}, &nodeCollector{n: n},
-		&limitCollector{n: n}) // limits.go
+		&limitCollector{n: n}, &clusterCollector{n: n}) // limits.go, cluster_metrics.go
 	reg.MustRegister(n.mon.collectors()...)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{

@@ -262,6 +262,9 @@ func (n *Node) Serve(ctx context.Context) error {
 	case err = <-errc:
 	}
 	n.cfg.Logger.Info("shutting down")
+	if n.repl != nil {
+		n.repl.handOff(n.cfg.Cluster.DrainTimeout) // drain.go: leaderships go first
+	}
 	// Leave first: the others see this node go as left, not failed.
 	leaveErr := n.leaveCluster()
 	stopBG()

@@ -121,8 +121,9 @@ type replication struct {
 		sync.Mutex
 		held  meta.Lease
 		ok    bool
-		alive map[string]leaseSeen // other nodes' leases as last read
+		alive map[string]leaseSeen // other nodes' leases as last read, by node id or lease name (drain.go)
 	}
+	stats clusterStats // cluster_metrics.go
 
 	mu   sync.Mutex
 	logs map[int64]openTable // by table id
@@ -168,7 +169,7 @@ func newReplication(ctx context.Context, cfg Config, members func() *membership.
 	}
 	tr := cluster.NewGRPCTransport(grpc.WithTransportCredentials(insecure.NewCredentials()))
 	r := &replication{self: cfg.Cluster.NodeID, store: store, tr: tr, members: members, logger: cfg.Logger, logs: map[int64]openTable{}, wake: make(chan struct{}, 1)}
-	r.reps, err = cluster.NewReplicas(cluster.Config{NodeID: cfg.Cluster.NodeID, Logger: cfg.Logger}, tr, cluster.StoreISRChange(store, cfg.Cluster.NodeID))
+	r.reps, err = cluster.NewReplicas(cluster.Config{NodeID: cfg.Cluster.NodeID, Logger: cfg.Logger}, tr, r.isrChange(cluster.StoreISRChange(store, cfg.Cluster.NodeID)))
 	if err != nil {
 		return nil, errors.Join(err, tr.Close(), closeStore(store))
 	}
@@ -206,6 +207,9 @@ func (r *replication) start(ctx context.Context, g *grpc.Server) error {
 			}
 		}
 	}
+	if err := r.clearDrainMark(ctx); err != nil { // drain.go
+		return err
+	}
 	if err := r.renewLease(ctx); err != nil {
 		return err
 	}
@@ -216,7 +220,9 @@ func (r *replication) start(ctx context.Context, g *grpc.Server) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); f(loops) }()
 	}
-	ctl := &cluster.Controller{Self: r.self, Store: r.store, Alive: r.alive, LeaseTTL: controllerLeaseTTL, Logger: r.logger}
+	ctl := &cluster.Controller{Self: r.self, Store: r.store, Alive: r.alive, Draining: r.draining,
+		Decommissioned: r.decommissioned, Nodes: r.moveTargets, Want: r.wantReplicas, // drain.go
+		LeaseTTL: controllerLeaseTTL, Logger: r.logger, Decided: r.decided}
 	run(r.holdLease)
 	run(ctl.Run)
 	run(func(ctx context.Context) {
@@ -449,7 +455,9 @@ func (r *replication) Created(ctx context.Context, def *catalog.Table) error {
 	var nodes []membership.Node
 	if m := r.members(); m != nil {
 		for _, mb := range m.Live() {
-			nodes = append(nodes, membership.Node{ID: mb.ID, Rack: mb.Rack})
+			if !r.decommissioned(mb.ID) { // drain.go
+				nodes = append(nodes, membership.Node{ID: mb.ID, Rack: mb.Rack})
+			}
 		}
 	} else {
 		nodes = []membership.Node{{ID: r.self}}
