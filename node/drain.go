@@ -22,9 +22,6 @@ const (
 	// that crashed while draining is an ordinary member again soon after
 	// it returns (it also drops its mark when it starts).
 	drainMarkTTL = 60 * time.Second
-	// decommissionTTL is a decommission mark's length: it lasts until
-	// `lakestream cluster recommission` takes it off.
-	decommissionTTL = 100 * 365 * 24 * time.Hour
 	// drainPoll is how often a draining node checks what it still leads.
 	drainPoll = 50 * time.Millisecond
 )
@@ -33,8 +30,13 @@ const (
 func DrainLease(id string) string { return "drain/" + id }
 
 // DecommissionLease is the name of the lease that marks node id as
-// decommissioned: its replicas move to other nodes.
+// decommissioned: its replicas move to other nodes. It is held under the
+// node's id for DecommissionTTL, until `lakestream cluster recommission`
+// takes it off.
 func DecommissionLease(id string) string { return "decommission/" + id }
+
+// DecommissionTTL is a decommission mark's length: a century.
+const DecommissionTTL = 100 * 365 * 24 * time.Hour
 
 // draining says whether node id hands its leaderships off: it marked
 // itself stopping, or it is decommissioned. Read from the store at most

@@ -3,6 +3,7 @@
 //	lakestream serve [flags]        run a node (see lakestream serve -h)
 //	lakestream sql [--addr A] SQL   run one statement and print the result
 //	lakestream status [--http A]    print a node's status (its status page, for terminals)
+//	lakestream cluster status|decommission|recommission   operate a cluster (cluster.go)
 //	lakestream bench [flags]        run the benchmark suite (see lakestream bench -h)
 //	lakestream version              print versions
 package main
@@ -38,6 +39,8 @@ func main() {
 		err = runSQL(ctx, os.Args[2:], os.Stdout)
 	case "status":
 		err = runStatus(ctx, os.Args[2:], os.Stdout)
+	case "cluster":
+		err = runCluster(ctx, os.Args[2:], os.Stdout)
 	case "bench":
 		err = runBench(ctx, os.Args[2:], os.Stdout, os.Stderr)
 	case "version":
@@ -63,6 +66,9 @@ func usage() {
   lakestream serve [flags]          run a node (lakestream serve -h for flags)
   lakestream sql [--addr A] "SQL"   run one statement, print the result
   lakestream status [--http A]      print a node's status: tables, rates, errors
+  lakestream cluster status [--addr A]             members, buckets, leaders, in-sync sets, lag
+  lakestream cluster decommission --meta M NODE    move a node's replicas away, wait until it holds none
+  lakestream cluster recommission --meta M NODE    let a decommissioned node hold replicas again
   lakestream bench [flags]          run the benchmark suite (lakestream bench -h for flags)
   lakestream version                print versions
 `)
