@@ -113,11 +113,22 @@ func firstEligible(replicas, isr []string, v View, except string) string {
 	return fallback
 }
 
+// HandOffTarget is the replica that Decide hands a draining leader's
+// leadership to: the first in placement order that is alive, in sync and
+// not draining; "" when there is none, and the leader keeps leading.
+func HandOffTarget(st meta.Bucket, v View) string {
+	to := firstEligible(st.Replicas, st.ISR, v, st.Leader)
+	if v.draining(to) {
+		return ""
+	}
+	return to
+}
+
 // handOff moves the leadership of a live, draining leader to an in-sync
 // replica that is alive and does not drain.
 func handOff(st meta.Bucket, v View) (meta.Bucket, bool) {
-	to := firstEligible(st.Replicas, st.ISR, v, st.Leader)
-	if to == "" || v.draining(to) {
+	to := HandOffTarget(st, v)
+	if to == "" {
 		return st, false
 	}
 	next := st

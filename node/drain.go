@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lakestream/lakestream/cluster"
 	"github.com/lakestream/lakestream/cluster/meta"
 	"github.com/lakestream/lakestream/membership"
 )
@@ -101,9 +102,10 @@ func (r *replication) clearDrainMark(ctx context.Context) error {
 // it stops replicating: its roles end and its node lease is released, and
 // the controller takes it out of the in-sync sets at once, so that the
 // leaders' acknowledgements do not wait for it. A bucket with no other
-// in-sync replica alive keeps this node as leader until it stops (and is
-// then offline until an in-sync replica returns); the wait ends at the
-// timeout with a warning naming it.
+// replica alive, in sync and not draining keeps this node as leader until
+// it stops (and is then offline until an in-sync replica returns): the
+// wait ends as soon as only such buckets are left, with a warning naming
+// them, and at the timeout in any case.
 func (r *replication) handOff(timeout time.Duration) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -113,40 +115,50 @@ func (r *replication) handOff(timeout time.Duration) {
 		r.shutdown()
 		return
 	}
-	led := r.leading(ctx)
+	led, movable := r.leading(ctx)
 	r.logger.Info("handing leaderships off", "buckets", len(led))
 	tick := time.NewTicker(drainPoll)
 	defer tick.Stop()
-	for len(led) > 0 {
+	for movable > 0 {
 		select {
 		case <-ctx.Done():
-			r.logger.Warn("stopping while still leading: no other in-sync replica took over", "buckets", fmt.Sprint(led), "waited", timeout)
+			r.logger.Warn("stopping while still leading: the hand-off did not finish in time", "buckets", fmt.Sprint(led), "waited", timeout)
 			r.shutdown()
 			return
 		case <-tick.C:
 		}
-		led = r.leading(ctx)
+		led, movable = r.leading(ctx)
 	}
-	r.logger.Info("leaderships handed off", "took", time.Since(start).Round(time.Millisecond))
+	if len(led) > 0 {
+		r.logger.Warn("stopping while still leading: no other replica is alive and in sync", "buckets", fmt.Sprint(led))
+	} else {
+		r.logger.Info("leaderships handed off", "took", time.Since(start).Round(time.Millisecond))
+	}
 	r.shutdown()
 }
 
 // leading lists the buckets this node leads, in the store or still in its
 // own replicas (an election it has not applied yet: writes that it
-// acknowledges before it applies it must end first).
-func (r *replication) leading(ctx context.Context) []string {
+// acknowledges before it applies it must end first), and counts those
+// whose leadership can move: another replica is alive, in sync and not
+// draining (cluster.HandOffTarget), or the store has already moved it.
+func (r *replication) leading(ctx context.Context) (led []string, movable int) {
 	all, err := r.store.AllBuckets(ctx)
 	if err != nil {
-		return []string{"(the metadata store does not answer: " + err.Error() + ")"}
+		return []string{"(the metadata store does not answer: " + err.Error() + ")"}, 1
 	}
-	var out []string
+	view := cluster.View{Alive: r.alive, Draining: r.draining}
 	for _, b := range all {
 		a, ok := r.reps.Role(b.Key)
-		if b.Leader == r.self || (ok && a.Leader == r.self) {
-			out = append(out, b.Key.String())
+		if b.Leader != r.self && (!ok || a.Leader != r.self) {
+			continue
+		}
+		led = append(led, b.Key.String())
+		if b.Leader != r.self || cluster.HandOffTarget(b, view) != "" {
+			movable++
 		}
 	}
-	return out
+	return led, movable
 }
 
 // moveTargets are the nodes a decommissioned node's replicas may move to:

@@ -31,6 +31,8 @@ type Status struct {
 	Errors        []StatusError        `json:"errors"`
 	Quarantined   []StatusQuarantined  `json:"quarantined"`
 	Orphans       []string             `json:"orphans"`
+	// Cluster is absent on a single node (status_cluster.go).
+	Cluster *StatusCluster `json:"cluster,omitempty"`
 }
 
 // StatusTotals are the node's counts since start and its current rates
@@ -189,6 +191,7 @@ func (n *Node) status(ctx context.Context) Status {
 	}
 	n.statusHealth(ctx, &st, lake)
 	st.Memory = n.memory()
+	st.Cluster = n.clusterStatus(ctx)
 	return st
 }
 

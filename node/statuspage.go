@@ -73,6 +73,9 @@ a{color:var(--accent)}
 <div class="cards" id="cards"></div>
 <section><h2>Tables</h2>
 <table id="tables"><thead><tr><th>table</th><th>rows</th><th>on disk</th><th>in lake</th><th>lake lag</th><th>ingest</th><th>last 5 min</th><th>scanned</th><th>subscribers</th><th>writes</th></tr></thead><tbody></tbody></table></section>
+<section id="cluster" hidden><h2>Cluster</h2><p class="note" id="cluster-note"></p>
+<table id="members"><thead><tr><th>node</th><th>state</th><th>flight</th><th>http</th><th>rack</th><th>marks</th></tr></thead><tbody></tbody></table>
+<table id="buckets"><thead><tr><th>table</th><th>bucket</th><th>leader</th><th>epoch</th><th>replicas</th><th>in sync</th><th>this node</th></tr></thead><tbody></tbody></table></section>
 <section><h2>Subscriptions</h2>
 <table id="subs"><thead><tr><th>table</th><th>buckets</th><th>rows read</th><th>lag</th><th>open for</th></tr></thead><tbody></tbody></table></section>
 <section><h2>Recent errors</h2><p class="note">The last failed requests, newest first; the request id is the one the client received (trailer lakestream-request-id) and the one in the server's log line.</p>
@@ -195,6 +198,24 @@ function render(s) {
     ["query engine limit", bytes(m.engine_limit_bytes)]].map(([k, v]) => el("tr", {}, el("td", {}, k), el("td", {}, v))), 2);
   fill("quarantined", s.quarantined.map(x => el("tr", {}, el("td", {}, x.table), el("td", {}, x.part), el("td", {class: "msg"}, x.reason))), 3);
   fill("orphans", s.orphans.map(d => el("tr", {}, el("td", {}, d))), 1);
+  renderCluster(s.cluster);
+}
+function renderCluster(c) {
+  const sec = document.getElementById("cluster");
+  sec.hidden = !c;
+  if (!c) return;
+  document.getElementById("cluster-note").textContent = "This node: " + c.node_id + " · controller: " + (c.controller || "none") +
+    " · " + count(c.buckets.length) + " buckets, " + count(c.under_replicated) + " under-replicated, " + count(c.offline) + " offline · " +
+    "counted here: " + count(c.elections) + " elections (" + count(c.handoffs) + " hand-offs), in-sync sets " + count(c.isr_shrinks) +
+    " shrunk, " + count(c.isr_expands) + " grown" + (c.meta_error ? " · metadata store: " + c.meta_error : "");
+  fill("members", c.members.map(m => el("tr", {"data-node": m.id},
+    el("td", {}, m.id), el("td", {class: m.state === "alive" ? "ok" : (m.state === "left" ? "" : "bad")}, m.state),
+    el("td", {}, m.flight || ""), el("td", {}, m.http || ""), el("td", {}, m.rack || ""),
+    el("td", {class: "warn"}, [m.draining ? "stopping" : "", m.decommissioned ? "decommissioned" : ""].filter(Boolean).join(", ")))), 6);
+  fill("buckets", c.buckets.map(b => el("tr", {"data-bucket": b.table + "/" + b.bucket},
+    el("td", {}, b.table), el("td", {}, b.bucket), el("td", {class: b.leader ? "leader" : "bad"}, b.leader || "offline"),
+    el("td", {}, b.epoch), el("td", {}, b.replicas.join(", ")),
+    el("td", {class: b.under_replicated ? "warn isr" : "isr"}, b.isr.join(", ")), el("td", {}, b.local_role))), 7);
 }
 const state = document.getElementById("state");
 async function refresh() {
