@@ -21,7 +21,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 # everything concurrent under them.
 RACE_PKGS := ./audit/... ./columnarlog/... ./tables/... ./flightsrv/... ./internal/... ./catalog/... ./node/... ./planner ./tiering/... ./cluster/... ./membership/...
 
-.PHONY: all build run test test-go test-race test-py test-docs test-fuzz bench bench-full bench-lake bench-pk venv spark-jars fmt vet clean
+.PHONY: all build run cluster-demo test test-go test-race test-py test-docs test-fuzz bench bench-full bench-lake bench-pk venv spark-jars fmt vet clean
 
 all: build
 
@@ -33,6 +33,11 @@ build:
 
 run: build
 	./$(BIN) serve
+
+# A 3-node cluster on this machine, with PostgreSQL as its metadata store
+# (docs/cluster.md); Ctrl-C stops it.
+cluster-demo: build
+	BIN=$(BIN) scripts/cluster-demo.sh
 
 test: vet test-go test-py test-fuzz
 

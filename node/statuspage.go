@@ -213,7 +213,7 @@ function renderCluster(c) {
     el("td", {}, m.flight || ""), el("td", {}, m.http || ""), el("td", {}, m.rack || ""),
     el("td", {class: "warn"}, [m.draining ? "stopping" : "", m.decommissioned ? "decommissioned" : ""].filter(Boolean).join(", ")))), 6);
   fill("buckets", c.buckets.map(b => el("tr", {"data-bucket": b.table + "/" + b.bucket},
-    el("td", {}, b.table), el("td", {}, b.bucket), el("td", {class: b.leader ? "leader" : "bad"}, b.leader || "offline"),
+    el("td", {}, b.table), el("td", {}, b.bucket), el("td", {class: b.leader ? "leader" : "leader bad"}, b.leader || "offline"),
     el("td", {}, b.epoch), el("td", {}, b.replicas.join(", ")),
     el("td", {class: b.under_replicated ? "warn isr" : "isr"}, b.isr.join(", ")), el("td", {}, b.local_role))), 7);
 }

@@ -1,0 +1,119 @@
+package node
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// The status page of a cluster node in a real headless browser shows the
+// cluster: every member, each bucket with its leader and in-sync set, and
+// the change of leader when the leader stops, without a reload and
+// without console errors. A screenshot is left as TestStatusPageInBrowser
+// leaves its own.
+func TestStatusPageShowsClusterInBrowser(t *testing.T) {
+	exe := chromiumPath(t)
+	c := newHTTPCluster(t, "n1", "n2", "n3")
+	c.exec("CREATE TABLE t (id BIGINT, v VARCHAR) WITH ('bucket.num' = '1')")
+	b0 := c.bucket("n1")
+	waitUntil(t, func() bool { b0 = c.bucket("n1"); return b0.Leader != "" && len(b0.ISR) == 3 })
+	watcher := "n1"
+	if b0.Leader == watcher {
+		watcher = "n2"
+	}
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
+		chromedp.Headless, chromedp.DisableGPU, chromedp.WindowSize(1360, 1200))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	defer cancelBrowser()
+	if err := chromedp.Do(bctx); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(bctx, 90*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	var bad []string
+	consoleCtx, stopConsole := context.WithCancel(ctx)
+	messages := chromedp.Console(consoleCtx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			if m.IsException() || m.Type == chromedp.ConsoleError {
+				mu.Lock()
+				bad = append(bad, m.String())
+				mu.Unlock()
+			}
+		}
+	}()
+
+	leaderCell := `document.querySelector('tr[data-bucket="default.t/0"] td.leader')`
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate("http://"+c.nodes[watcher].n.HTTPAddr()+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`#cluster`)),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-node="n3"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-bucket="default.t/0"]`)),
+	); err != nil {
+		t.Fatalf("the page does not show the cluster: %v", err)
+	}
+	if got, err := chromedp.Run(ctx, chromedp.Evaluate[string](leaderCell+`.textContent`)); err != nil || got != b0.Leader {
+		t.Fatalf("the bucket's leader reads %q (%v), want %s", got, err, b0.Leader)
+	}
+	members, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#members tbody tr[data-node]').length`))
+	if err != nil || members != 3 {
+		t.Fatalf("%d members shown (%v), want 3", members, err)
+	}
+
+	// The leader stops: the page follows the hand-off in place.
+	leader := c.nodes[b0.Leader]
+	leader.stop()
+	if err := <-leader.done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](leaderCell+`?.textContent !== "`+b0.Leader+`"`, chromedp.WithPollingInterval(100*time.Millisecond))); err != nil {
+		t.Fatalf("the page did not show the new leader: %v", err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelector('tr[data-node="`+b0.Leader+`"] td.warn')?.textContent === "stopping"`,
+		chromedp.WithPollingInterval(100*time.Millisecond))); err != nil {
+		t.Fatalf("the page does not mark %s as stopping: %v", b0.Leader, err)
+	}
+	note, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('cluster-note').textContent`))
+	if err != nil || !strings.Contains(note, "This node: "+watcher) {
+		t.Errorf("the cluster's note reads %q (%v)", note, err)
+	}
+
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := os.Getenv("LAKESTREAM_SCREENSHOT_DIR")
+	if dir == "" {
+		dir = t.ArtifactDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "status-page-cluster.png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", path)
+	stopConsole()
+	<-watched
+	mu.Lock()
+	defer mu.Unlock()
+	for _, m := range bad {
+		t.Errorf("console: %s", m)
+	}
+}
