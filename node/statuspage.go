@@ -50,6 +50,7 @@ main{padding:18px 24px;max-width:1400px}
 .card svg{display:block;width:100%;height:36px}
 section{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:12px 14px;margin-bottom:16px}
 section h2{font-size:15px;margin:0 0 8px}
+#buckets{margin-top:12px}
 section p.note{color:var(--mute);margin:0 0 8px;font-size:12px}
 table{border-collapse:collapse;width:100%}
 th,td{padding:5px 8px;border-bottom:1px solid var(--line);text-align:right;white-space:nowrap}
