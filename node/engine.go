@@ -44,7 +44,7 @@ func newEngine(res scan.Resolver, cfg Config) (engine, error) {
 }
 
 // Resolver is what a node's queries can name: the system tables of the
-// lake service (lakestream.tiering), then the store's tables, each the
+// lake service (lakestream.tiering), lakestream.offsets, then the store's tables, each the
 // union of its lake and log tail ("t"), its lake ("t$lake") or its
 // changelog ("t$changelog"), or the binlog view of the changelog
 // ("t$binlog", planner.Binlog). It checks no privilege: it is for tools
@@ -81,6 +81,9 @@ func (r resolver) Table(ctx context.Context, db, name string) (scan.Table, error
 	}
 	if r.buckets != nil && isBucketsTable(db, name) {
 		return r.buckets, nil
+	}
+	if isOffsetsTable(db, name) {
+		return offsetsTable{r.store}, nil
 	}
 	if r.audit != nil && isAuditTable(db, name) {
 		return r.audit, nil
