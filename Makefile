@@ -83,7 +83,12 @@ test-py: venv build spark-jars
 test-docs: venv build
 	LAKESTREAM_BIN=$(CURDIR)/$(BIN) $(PY) -m pytest -q -rs --tb=native -p no:cacheprovider tests/interop/test_docs.py
 
-venv: $(VENV)/.installed
+venv: $(VENV)/.installed $(VENV)/.lakestream
+
+# The package of python/ (docs/python.md), installed again when it changes.
+$(VENV)/.lakestream: $(VENV)/.installed python/pyproject.toml $(wildcard python/lakestream/*.py python/lakestream/*/*.py)
+	$(VENV)/bin/pip install -q --disable-pip-version-check ./python
+	touch $@
 
 $(VENV)/.installed: tests/requirements.txt
 	@echo "Creating $(VENV) with the pinned client packages of tests/requirements.txt (a minute or two)..."

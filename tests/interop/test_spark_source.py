@@ -1,0 +1,308 @@
+"""format("lakestream") in Spark (python/lakestream/spark, docs/spark.md):
+
+- a batch read of 1M rows equals the Flight SQL answer, with a filter and
+  a projection pushed into the scan; a table split between lake and log
+  reads as one table;
+- df.write back into a new table reads back the same rows over ADBC, and
+  a task that fails after it stored part of its partition is retried
+  without a duplicate;
+- a streaming copy with a checkpoint, killed (SIGKILL) and restarted while
+  a writer ingests, holds every row exactly once.
+
+One node and one SparkSession (local[2], a failed task tried up to 3
+times) for the module."""
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import adbc_driver_flightsql.dbapi as flightsql
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from conftest import Server
+from util import gen_rows, ingest, query
+
+IN_CI = os.environ.get("CI") == "true"
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def need(what):
+    msg = f"{what} is missing: the test venv (tests/requirements.txt, `make venv`) provides it"
+    if IN_CI:
+        pytest.fail(msg)
+    pytest.skip(msg)
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory):
+    d = tmp_path_factory.mktemp("sparksrc")
+    s = Server(d / "data", d / "server.log").start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def conn(node):
+    c = flightsql.connect(node.uri, autocommit=True)
+    yield c
+    c.close()
+
+
+@pytest.fixture(scope="module")
+def spark(node):
+    try:
+        from pyspark.sql import SparkSession
+        from lakestream.spark import LakestreamDataSource
+    except ImportError as e:
+        need(f"pyspark / the lakestream package ({e})")
+    os.environ["PYSPARK_PYTHON"] = sys.executable  # the workers import lakestream from this venv
+    spark = (SparkSession.builder.master("local[2,3]").appName("lakestream-source")
+             .config("spark.driver.memory", "1g")
+             .config("spark.pyspark.python", sys.executable)
+             .config("spark.driver.host", "127.0.0.1")
+             .config("spark.driver.bindAddress", "127.0.0.1")
+             .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", "2")
+             .config("spark.sql.session.timeZone", "UTC")
+             .config("spark.sql.python.filterPushdown.enabled", "true")
+             .config("spark.sql.execution.arrow.maxRecordsPerBatch", "2000")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.dataSource.register(LakestreamDataSource)
+    yield spark
+    spark.stop()
+
+
+def load(spark, node, table, **opts):
+    r = spark.read.format("lakestream").option("uri", node.uri)
+    for k, v in opts.items():
+        r = r.option(k, v)
+    return r.load(table)
+
+
+def sorted_table(t, key="id"):
+    return t.sort_by(key).combine_chunks()
+
+
+# ---------------------------------------------------------------- batch reads
+
+@pytest.fixture(scope="module")
+def big(conn):
+    """1M rows in 4 buckets."""
+    query(conn, "CREATE TABLE big (id BIGINT NOT NULL, amount DOUBLE, kind VARCHAR, ts TIMESTAMPTZ) "
+                "WITH ('bucket.num'='4', 'bucket.key'='id')")
+    for start in range(0, 1_000_000, 250_000):
+        ingest(conn, "big", gen_rows(start, 250_000))
+    return "big"
+
+
+def test_batch_read_of_1m_rows_equals_flight_sql(spark, node, conn, big):
+    df = load(spark, node, big)
+    assert df.rdd.getNumPartitions() > 1, "a plain scan of 4 buckets gave one partition"
+    whole = df.agg({"id": "sum", "amount": "sum", "*": "count"}).collect()[0].asDict()
+    want = query(conn, "SELECT count(*) n, sum(id) s, sum(amount) a FROM big").to_pylist()[0]
+    assert whole["count(1)"] == want["n"] == 1_000_000
+    assert whole["sum(id)"] == want["s"]
+    assert whole["sum(amount)"] == pytest.approx(want["a"], rel=1e-12)
+
+    # A filter and a projection, pushed: Spark keeps no Filter of its own
+    # and the scan reads the columns of the schema given (Python data
+    # sources have no column-pruning hook: a schema is how to ask for fewer).
+    pushed = (spark.read.format("lakestream").option("uri", node.uri).schema("id BIGINT, amount DOUBLE, kind STRING")
+              .load(big).filter("kind = 'buy' AND amount > 500").select("id", "amount"))
+    plan = pushed._jdf.queryExecution().executedPlan().toString()
+    assert re.search(r"\bFilter \(", plan) is None, f"a filter was left to Spark:\n{plan}"
+    assert "ts#" not in plan, f"the scan reads a column not asked for:\n{plan}"
+    got = sorted_table(pushed.toArrow())
+    flight = sorted_table(query(conn, "SELECT id, amount FROM big WHERE kind = 'buy' AND amount > 500"))
+    assert got.num_rows == flight.num_rows > 50_000
+    assert got.column("id").equals(flight.column("id"))
+    assert got.column("amount").equals(flight.column("amount"))
+
+
+
+def test_query_option_reads_the_statement(spark, node, conn, big):
+    df = (spark.read.format("lakestream").option("uri", node.uri)
+          .option("query", "SELECT kind, count(*) AS n FROM big GROUP BY kind").load())
+    got = sorted(tuple(r) for r in df.collect())
+    want = sorted((r["kind"], r["n"]) for r in query(conn, "SELECT kind, count(*) AS n FROM big GROUP BY kind").to_pylist())
+    assert got == want
+
+
+def tiered_rows(conn, table):
+    t = query(conn, "SELECT tiered_offset, lag_rows FROM lakestream.tiering "
+                    f"WHERE table_name = 'default.{table}'").to_pylist()
+    return sum(r["tiered_offset"] for r in t)
+
+
+def test_lake_and_log_read_as_one_table(spark, node, conn):
+    """Rows in the lake and rows only in the log, read by one Spark read:
+    a read counts when tiering had not taken the tail by its end."""
+    query(conn, "CREATE TABLE split (id BIGINT NOT NULL, amount DOUBLE, kind VARCHAR, ts TIMESTAMPTZ) "
+                "WITH ('bucket.num'='3', 'bucket.key'='id', 'datalake.freshness'='10s')")
+    n = 30_000
+    ingest(conn, "split", gen_rows(0, n))
+    for attempt in range(5):
+        deadline = time.monotonic() + 60
+        while tiered_rows(conn, "split") < n:
+            assert time.monotonic() < deadline, f"the lake did not take {n} rows in 60 s"
+            time.sleep(0.05)  # polling the tiering state: there is no event to wait on
+        ingest(conn, "split", gen_rows(n, 5_000))  # the tail, in the log
+        n += 5_000
+        got = sorted_table(load(spark, node, "split").toArrow())
+        if tiered_rows(conn, "split") < n:
+            break  # the tail was still in the log only when the read ended
+    else:
+        pytest.fail("tiering took the tail before every read ended: no read of lake and log together")
+    assert got.column("id").to_pylist() == list(range(n))
+    want = sorted_table(query(conn, "SELECT * FROM split"))
+    assert got.column("amount").equals(want.column("amount"))
+    assert got.column("ts").cast(pa.timestamp("us", tz="UTC")).equals(want.column("ts"))
+
+    # A filter it cannot push (arithmetic) is Spark's.
+    mod = load(spark, node, "split").filter("id % 10000 = 7").select("id").toArrow()
+    assert sorted(mod.column("id").to_pylist()) == list(range(7, n, 10_000))
+
+
+# ---------------------------------------------------------------- write-back
+
+def save(df, node, table, mode="append", **opts):
+    w = df.write.format("lakestream").option("uri", node.uri).mode(mode)
+    for k, v in opts.items():
+        w = w.option(k, v)
+    w.save(table)
+
+
+def test_write_back_into_a_new_table(spark, node, conn, big):
+    src = load(spark, node, big).filter("id % 10 = 3")
+    save(src, node, "back", create="true", buckets="2", bucketKey="id")
+    got = sorted_table(query(conn, "SELECT * FROM back"))
+    want = sorted_table(query(conn, "SELECT * FROM big WHERE id % 10 = 3"))
+    assert got.num_rows == want.num_rows == 100_000
+    for c in want.column_names:
+        assert got.column(c).equals(want.column(c)), c
+    ddl = query(conn, "SHOW CREATE TABLE back").column("sql")[0].as_py()
+    assert "'bucket.num' = '2'" in ddl.replace('"', "'") or "bucket.num" in ddl
+
+    # overwrite: the table holds the new rows only.
+    save(src.filter("id < 1000"), node, "back", mode="overwrite")
+    assert query(conn, "SELECT count(*) n FROM back").column("n")[0].as_py() == 100
+
+
+def test_write_back_primary_key_table(spark, node, conn):
+    df = spark.createDataFrame([(1, "a"), (2, "b"), (3, "c")], "id LONG, v STRING")
+    save(df, node, "pkback", create="true", primaryKey="id")
+    save(spark.createDataFrame([(2, "B")], "id LONG, v STRING"), node, "pkback")
+    assert query(conn, "SELECT id, v FROM pkback ORDER BY id").to_pylist() == [
+        {"id": 1, "v": "a"}, {"id": 2, "v": "B"}, {"id": 3, "v": "c"}]
+    assert "PRIMARY KEY" in query(conn, "SHOW CREATE TABLE pkback").column("sql")[0].as_py().upper()
+
+
+def test_task_retry_writes_nothing_twice(spark, node, conn, tmp_path):
+    """Partition 1's first attempt fails once the table holds some of its
+    rows (calls of 500 rows already stored: it sent 20,000 of its 25,000
+    rows, more than the buffers between the Python workers hold); Spark
+    runs it again, and the calls the first attempt stored are not stored
+    twice."""
+    query(conn, "CREATE TABLE retried (id BIGINT NOT NULL, part BIGINT)")
+    marker = str(tmp_path / "failed")
+    uri = node.uri
+
+    def fail_once(batches):
+        from pyspark import TaskContext
+        ctx = TaskContext.get()
+        sent = 0
+        for b in batches:
+            out = pa.RecordBatch.from_arrays([b.column(0), pc.divide(b.column(0), 25_000)], names=["id", "part"])
+            yield out
+            sent += b.num_rows
+            if ctx.partitionId() == 1 and ctx.attemptNumber() == 0 and sent >= 20_000:
+                c = flightsql.connect(uri, autocommit=True)
+                stored, deadline = 0, time.monotonic() + 60
+                while stored == 0 and time.monotonic() < deadline:
+                    stored = query(c, "SELECT count(*) n FROM retried WHERE part = 1").column("n")[0].as_py()
+                    time.sleep(0.05)  # the writer stores concurrently: poll the table
+                c.close()
+                with open(marker, "w") as f:
+                    f.write(str(stored))
+                raise RuntimeError("injected failure after rows were stored")
+
+    df = spark.range(0, 100_000, numPartitions=4).mapInArrow(fail_once, "id LONG, part LONG")
+    save(df, node, "retried", rowsPerCall="500")
+    with open(marker) as f:
+        stored_before = int(f.read())
+    assert stored_before > 0, "the failed attempt stored nothing: the retry proved nothing"
+    ids = query(conn, "SELECT id FROM retried").column("id").to_pylist()
+    assert len(ids) == 100_000 and sorted(ids) == list(range(100_000))
+
+
+# ---------------------------------------------------------------- streaming
+
+def count(conn, table):
+    return query(conn, f"SELECT count(*) n FROM {table}").column("n")[0].as_py()
+
+
+def test_streaming_copy_killed_and_restarted_is_exactly_once(node, conn, tmp_path):
+    query(conn, "CREATE TABLE s_src (id BIGINT NOT NULL, amount DOUBLE, kind VARCHAR, ts TIMESTAMPTZ) "
+                "WITH ('bucket.num'='3', 'bucket.key'='id')")
+    total, step = 60_000, 1_000
+    done = threading.Event()
+
+    def produce():
+        with flightsql.connect(node.uri, autocommit=True) as c:
+            for start in range(0, total, step):
+                ingest(c, "s_src", gen_rows(start, step))
+                time.sleep(0.05)  # a steady producer, ~20 writes/s
+        done.set()
+
+    checkpoint = str(tmp_path / "checkpoint")
+    log = open(tmp_path / "job.log", "a")
+
+    def start_job():
+        return subprocess.Popen([sys.executable, os.path.join(HERE, "spark_stream_job.py"), node.uri, "s_src",
+                                 "s_dst", checkpoint], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    producer = threading.Thread(target=produce, daemon=True)
+    job = start_job()
+    try:
+        producer.start()
+        deadline = time.monotonic() + 120
+        while True:  # until the copy holds some rows, mid-stream
+            if job.poll() is not None:
+                pytest.fail(f"the streaming job exited: {open(tmp_path / 'job.log').read()[-3000:]}")
+            try:
+                if count(conn, "s_dst") > 0:
+                    break
+            except flightsql.Error:
+                pass  # s_dst is created by the job
+            assert time.monotonic() < deadline, f"no row copied in 120 s: {open(tmp_path / 'job.log').read()[-3000:]}"
+            time.sleep(0.1)
+        assert not done.is_set(), "the producer finished before the kill: make it longer"
+        os.killpg(job.pid, signal.SIGKILL)
+        job.wait(30)
+        copied_at_kill = count(conn, "s_dst")
+        job = start_job()
+        producer.join(120)
+        assert done.is_set()
+        deadline = time.monotonic() + 180
+        while count(conn, "s_dst") < total:
+            if job.poll() is not None:
+                pytest.fail(f"the restarted job exited: {open(tmp_path / 'job.log').read()[-3000:]}")
+            assert time.monotonic() < deadline, f"copy holds {count(conn, 's_dst')} of {total} rows after 180 s"
+            time.sleep(0.2)
+        ids = query(conn, "SELECT id FROM s_dst").column("id").to_pylist()
+        assert sorted(ids) == list(range(total)), f"{len(ids)} rows for {total} ids ({copied_at_kill} at the kill)"
+        src = sorted_table(query(conn, "SELECT id, amount, kind, ts FROM s_src"))
+        dst = sorted_table(query(conn, "SELECT id, amount, kind, ts FROM s_dst"))
+        assert dst.equals(src)
+    finally:
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGKILL)
+            job.wait(30)
+        log.close()
