@@ -13,12 +13,14 @@ from lakestream.spark import LakestreamDataSource
 
 def main(uri, src, dst, checkpoint):
     os.environ["PYSPARK_PYTHON"] = sys.executable  # the workers import lakestream from this venv
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     spark = (SparkSession.builder.master("local[2]").appName("lakestream-stream")
              .config("spark.driver.memory", "512m")
              .config("spark.pyspark.python", sys.executable)
              .config("spark.driver.host", "127.0.0.1")
              .config("spark.driver.bindAddress", "127.0.0.1")
              .config("spark.ui.enabled", "false")
+             .config("spark.python.authenticate.socketTimeout", "120s")  # Python workers start slowly on a loaded machine
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "2")
              .config("spark.sql.session.timeZone", "UTC")
