@@ -274,21 +274,21 @@ def count(conn, table):
 
 
 def test_streaming_copy_killed_and_restarted_is_exactly_once(node, conn, tmp_path):
-    """A producer ingests 500 rows every 50 ms into s_src while a streaming
+    """A producer ingests 200 rows every 100 ms into s_src while a streaming
     query copies s_src into s_dst. Once the copy holds rows, the query is
     killed with SIGKILL and started again on its checkpoint; once the
     restarted query has copied more, the producer stops, and the copy must
     end up with every row of s_src once."""
     query(conn, "CREATE TABLE s_src (id BIGINT NOT NULL, amount DOUBLE, kind VARCHAR, ts TIMESTAMPTZ) "
                 "WITH ('bucket.num'='3', 'bucket.key'='id')")
-    step, produced, stop = 500, [0], threading.Event()
+    step, produced, stop = 200, [0], threading.Event()
 
     def produce():
         with flightsql.connect(node.uri, autocommit=True) as c:
-            while not stop.is_set() and produced[0] < 400 * step:
+            while not stop.is_set() and produced[0] < 3000 * step:  # runs until the test stops it
                 ingest(c, "s_src", gen_rows(produced[0], step))
                 produced[0] += step
-                time.sleep(0.05)  # a steady producer, ~10,000 rows/s at most
+                time.sleep(0.1)  # a steady producer, ~2,000 rows/s at most
 
     checkpoint = str(tmp_path / "checkpoint")
     log_path = tmp_path / "job.log"
@@ -317,6 +317,7 @@ def test_streaming_copy_killed_and_restarted_is_exactly_once(node, conn, tmp_pat
     try:
         producer.start()
         wait_copied(job, 0, "first start")
+        assert producer.is_alive(), "the producer had stopped before the kill"
         os.killpg(job.pid, signal.SIGKILL)
         job.wait(30)
         at_kill, produced_at_kill = copied(), produced[0]
