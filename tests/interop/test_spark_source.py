@@ -116,7 +116,8 @@ def test_batch_read_of_1m_rows_equals_flight_sql(spark, node, conn, big):
     # A filter and a projection, pushed: Spark keeps no Filter of its own
     # and the scan reads the columns of the schema given (Python data
     # sources have no column-pruning hook: a schema is how to ask for fewer).
-    pushed = (spark.read.format("lakestream").option("uri", node.uri).schema("id BIGINT, amount DOUBLE, kind STRING")
+    pushed = (spark.read.format("lakestream").option("uri", node.uri).option("pushFilters", "true")
+              .schema("id BIGINT, amount DOUBLE, kind STRING")
               .load(big).filter("kind = 'buy' AND amount > 500").select("id", "amount"))
     plan = pushed._jdf.queryExecution().executedPlan().toString()
     assert re.search(r"\bFilter \(", plan) is None, f"a filter was left to Spark:\n{plan}"
@@ -145,15 +146,17 @@ def tiered_rows(conn, table):
 
 def test_lake_and_log_read_as_one_table(spark, node, conn):
     """Rows in the lake and rows only in the log, read by one Spark read:
-    a read counts when tiering had not taken the tail by its end."""
+    a read counts when tiering had not taken the tail by its end. Rounds
+    run every 30 s: the tail is ingested right after one, and the read has
+    the rest of the interval."""
     query(conn, "CREATE TABLE split (id BIGINT NOT NULL, amount DOUBLE, kind VARCHAR, ts TIMESTAMPTZ) "
-                "WITH ('bucket.num'='3', 'bucket.key'='id', 'datalake.freshness'='10s')")
+                "WITH ('bucket.num'='3', 'bucket.key'='id', 'datalake.freshness'='30s')")
     n = 30_000
     ingest(conn, "split", gen_rows(0, n))
-    for attempt in range(5):
-        deadline = time.monotonic() + 60
+    for attempt in range(3):
+        deadline = time.monotonic() + 120
         while tiered_rows(conn, "split") < n:
-            assert time.monotonic() < deadline, f"the lake did not take {n} rows in 60 s"
+            assert time.monotonic() < deadline, f"the lake did not take {n} rows in 120 s"
             time.sleep(0.05)  # polling the tiering state: there is no event to wait on
         ingest(conn, "split", gen_rows(n, 5_000))  # the tail, in the log
         n += 5_000

@@ -55,16 +55,6 @@ class BatchReader(DataSourceReader):
         self.columns = schema.fieldNames()
         self.where = []
 
-    def pushFilters(self, filters):
-        """Turns the filters it can into the scan's WHERE (not over a
-        'query': its text is sent as written) and returns the others."""
-        for f in filters:
-            cond = None if self.opts.get("query") is not None else filter_sql(f)
-            if cond is None:
-                yield f
-            else:
-                self.where.append(cond)
-
     def sql(self):
         q = self.opts.get("query")
         if q is not None:
@@ -95,3 +85,20 @@ class BatchReader(DataSourceReader):
                 yield batch
         finally:
             client.close()
+
+
+class FilteringBatchReader(BatchReader):
+    """A BatchReader that takes Spark's filters. A separate class: Spark
+    refuses a reader that implements pushFilters while
+    spark.sql.python.filterPushdown.enabled is false (its default), so the
+    source offers it only when asked (option pushFilters = true)."""
+
+    def pushFilters(self, filters):
+        """Turns the filters it can into the scan's WHERE (not over a
+        'query': its text is sent as written) and returns the others."""
+        for f in filters:
+            cond = None if self.opts.get("query") is not None else filter_sql(f)
+            if cond is None:
+                yield f
+            else:
+                self.where.append(cond)

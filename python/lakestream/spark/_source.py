@@ -15,7 +15,7 @@ class Options:
     an unknown one is refused rather than ignored."""
 
     KNOWN = {"uri", "username", "password", "path", "table", "query", "create", "primarykey", "bucketkey",
-             "buckets", "rowspercall", "startingoffsets"}
+             "buckets", "rowspercall", "startingoffsets", "pushfilters"}
     # Spark's own, which it passes to the source too: used by Spark.
     SPARKS = {"checkpointlocation"}
 
@@ -85,7 +85,9 @@ class LakestreamDataSource(DataSource):
             client.close()
 
     def reader(self, schema):
-        from ._read import BatchReader
+        from ._read import BatchReader, FilteringBatchReader
+        if self.opts.get("pushFilters", "false").lower() == "true":
+            return FilteringBatchReader(self.opts, schema)
         return BatchReader(self.opts, schema)
 
     def writer(self, schema, overwrite):
