@@ -31,13 +31,15 @@ import (
 
 	"github.com/lakestream/lakestream/cluster"
 	"github.com/lakestream/lakestream/cluster/meta"
+	"github.com/lakestream/lakestream/internal/invariants"
 	"github.com/lakestream/lakestream/internal/pgtest"
 	procs "github.com/lakestream/lakestream/internal/proc"
 )
 
 // binary is the server under test, built with -tags faultinject (its
 // --fault-dial and --fault-disk flags put the links and the disks in the
-// harness's hands) once into a temporary directory; $LAKESTREAM_FAULT_BIN
+// harness's hands), and with -tags invariants when the test is, once into
+// a temporary directory; $LAKESTREAM_FAULT_BIN
 // names one built so already.
 var binary = sync.OnceValues(func() (string, error) {
 	if b := os.Getenv("LAKESTREAM_FAULT_BIN"); b != "" {
@@ -48,7 +50,11 @@ var binary = sync.OnceValues(func() (string, error) {
 		return "", err
 	}
 	out := filepath.Join(dir, "lakestream")
-	cmd := exec.Command("go", "build", "-tags", "faultinject", "-o", out, "github.com/lakestream/lakestream/cmd/lakestream")
+	tags := "faultinject"
+	if invariants.Enabled {
+		tags += ",invariants" // the nodes check what the test binary checks
+	}
+	cmd := exec.Command("go", "build", "-tags", tags, "-o", out, "github.com/lakestream/lakestream/cmd/lakestream")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %v\n%s", err, b)
 	}
