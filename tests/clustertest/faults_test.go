@@ -36,17 +36,20 @@ type history struct {
 	ackedBy map[int64]string // by writer id × 10⁸ + call: the node and time of its acknowledgement
 	bad     []error          // answers no correct cluster gives
 	// ackLog is every acknowledgement: which node gave it, when the call
-	// was sent and when its answer came. cutOff are the times a leader was
-	// cut off from its followers or its disk failed: no call sent to it
-	// then may be acknowledged before the fault healed.
+	// was first sent and when its answer came. cutOff are the times a
+	// leader was cut off from its followers or its disk failed: no call
+	// first sent then may be acknowledged by it before the fault healed.
+	// (A retry sent then may be: the call it repeats was replicated before
+	// the fault, and the leader's in-sync set may since have shrunk to
+	// the replicas that hold it.)
 	ackLog     []ackRecord
 	cutOff     []cutOff
 	staleCalls int // calls sent to an isolated leader (staleWrites)
 }
 
 type ackRecord struct {
-	node     string
-	sent, at time.Time
+	node      string
+	first, at time.Time
 }
 
 type cutOff struct {
@@ -55,16 +58,16 @@ type cutOff struct {
 }
 
 // cutOffAcks counts the acknowledgements that a node gave while it was
-// cut off, for calls sent to it after the fault began.
+// cut off, of calls first sent after the fault began.
 func (h *history) cutOffAcks() (n int, what []string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, c := range h.cutOff {
 		for _, a := range h.ackLog {
-			if a.node == c.node && a.sent.After(c.from) && a.at.Before(c.to) {
+			if a.node == c.node && a.first.After(c.from) && a.at.Before(c.to) {
 				n++
-				what = append(what, fmt.Sprintf("%s (%s) acknowledged a call sent at %s at %s", c.node, c.kind,
-					a.sent.Format("15:04:05.000"), a.at.Format("15:04:05.000")))
+				what = append(what, fmt.Sprintf("%s (%s) acknowledged a call first sent at %s at %s", c.node, c.kind,
+					a.first.Format("15:04:05.000"), a.at.Format("15:04:05.000")))
 			}
 		}
 	}
@@ -408,6 +411,7 @@ func (h *harness) leaderClient(ref cluster.BucketRef) *proc {
 // is acknowledged, sending it again (to whichever node leads then) after
 // an error or when no answer came in 3 s.
 func (h *harness) writeLoop(ctx context.Context, w *writer, ref cluster.BucketRef, hist *history) {
+	var first time.Time // when the current call was first sent
 	for ctx.Err() == nil {
 		p := h.leaderClient(ref)
 		if p == nil {
@@ -415,14 +419,17 @@ func (h *harness) writeLoop(ctx context.Context, w *writer, ref cluster.BucketRe
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		sent := time.Now()
+		if first.IsZero() {
+			first = time.Now()
+		}
 		err := w.call(cctx, p.cl, "t")
 		cancel()
 		if err == nil {
 			hist.ack(w.ids())
 			hist.mu.Lock()
 			hist.lastAck = time.Now()
-			hist.ackLog = append(hist.ackLog, ackRecord{p.id, sent, hist.lastAck})
+			hist.ackLog = append(hist.ackLog, ackRecord{p.id, first, hist.lastAck})
+			first = time.Time{}
 			hist.ackedBy[w.ids()[0]/10] = p.id + " at " + hist.lastAck.Format("15:04:05.000")
 			hist.mu.Unlock()
 			w.seq++
