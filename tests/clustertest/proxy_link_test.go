@@ -90,3 +90,20 @@ func TestLink(t *testing.T) {
 		t.Fatalf("passing again: %q, %v", got, err)
 	}
 }
+
+// TestCutOffAcks: an acknowledgement by a cut-off node counts against it
+// when the call was first sent after the cut and answered before the heal.
+func TestCutOffAcks(t *testing.T) {
+	at := func(s int) time.Time { return time.Unix(1000+int64(s), 0) }
+	h := newHistory()
+	h.cutOff = []cutOff{{"isolate-leader", "n1", at(10), at(20)}}
+	h.ackLog = []ackRecord{
+		{"n1", at(5), at(12)},  // a retry of a call sent before the cut
+		{"n1", at(11), at(21)}, // answered after the heal
+		{"n2", at(11), at(12)}, // another node
+		{"n1", at(11), at(19)}, // the one that counts
+	}
+	if n, what := h.cutOffAcks(); n != 1 {
+		t.Fatalf("cutOffAcks = %d (%q), want 1", n, what)
+	}
+}
