@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -51,6 +52,12 @@ type ClusterConfig struct {
 	// cluster.db in the data directory, which only a cluster of one node
 	// can use.
 	Meta string
+	// Dial opens the connections this node makes to other nodes'
+	// replication services (its followers' fetches from their leaders),
+	// given the address the other node advertises. Default: a TCP dial.
+	// The cluster fault tests route each link through a proxy that can
+	// cut it (tests/clustertest, docs/cluster.md).
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
 	// LeaveTimeout bounds the graceful leave at shutdown: the node
 	// announces that it leaves and waits this long for the others to
 	// hear it. Default 5s.

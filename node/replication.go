@@ -167,7 +167,11 @@ func newReplication(ctx context.Context, cfg Config, members func() *membership.
 	if err != nil {
 		return nil, fmt.Errorf("cluster metadata: %w", err)
 	}
-	tr := cluster.NewGRPCTransport(grpc.WithTransportCredentials(insecure.NewCredentials()))
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	if cfg.Cluster.Dial != nil {
+		opts = append(opts, grpc.WithContextDialer(cfg.Cluster.Dial))
+	}
+	tr := cluster.NewGRPCTransport(opts...)
 	r := &replication{self: cfg.Cluster.NodeID, store: store, tr: tr, members: members, logger: cfg.Logger, logs: map[int64]openTable{}, wake: make(chan struct{}, 1)}
 	r.reps, err = cluster.NewReplicas(cluster.Config{NodeID: cfg.Cluster.NodeID, Logger: cfg.Logger}, tr, r.isrChange(cluster.StoreISRChange(store, cfg.Cluster.NodeID)))
 	if err != nil {

@@ -113,7 +113,9 @@ func (a *Appender) Flush(ctx context.Context) error {
 		return err
 	}
 	defer w.end(e)
-	w.sync(e, a.writer.ID, a.t.log)
+	if err := w.sync(e, a.writer.ID, a.t.log); err != nil {
+		return fmt.Errorf("write to %s: %w", a.def.FullName(), err)
+	}
 	dup, err := w.check(e, a.writer)
 	if err != nil {
 		return fmt.Errorf("write to %s: %w", a.def.FullName(), err)

@@ -94,9 +94,19 @@ func newWriters(fromLog map[int64]columnarlog.WriterState, expiry time.Duration,
 // 405 for out of order, as the fault rounds saw); on a single node when
 // the entry is new or its last call failed (a failed write may be in the
 // log). Otherwise the log holds nothing the entry does not know.
-func (w *writers) sync(e *writerEntry, id int64, log *columnarlog.TableLog) {
+//
+// A log that refuses writes after a failed write or fsync is repaired
+// first: until then it still holds the failed writes' batches, which the
+// repair cuts, and a retry that read the writer before the cut would be
+// taken for a duplicate of a call that is not stored, and acknowledged
+// without its rows (the cluster fault rounds' failing disk found it). A
+// log that cannot be repaired yet fails the call.
+func (w *writers) sync(e *writerEntry, id int64, log *columnarlog.TableLog) error {
 	if !e.stale && !w.replicated {
-		return
+		return nil
+	}
+	if err := log.Repair(); err != nil {
+		return err
 	}
 	// The log is the truth for every call that stored rows; a call that
 	// stored nothing is known in memory only, and the recovered state lets
@@ -105,6 +115,7 @@ func (w *writers) sync(e *writerEntry, id int64, log *columnarlog.TableLog) {
 		e.known, e.seq, e.recovered, e.last = true, st.Seq, true, st.Timestamp
 	}
 	e.stale = false
+	return nil
 }
 
 func newWriterEntry() *writerEntry {

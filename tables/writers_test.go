@@ -418,3 +418,37 @@ func TestIdempotentModel(t *testing.T) {
 		})
 	}
 }
+
+// A call whose fsync failed is not stored, and its retry stores it: the
+// log still holds the failed call's batches until its repair cuts them,
+// and a retry that read the writer from the log before that repair was
+// taken for a duplicate of a call the repair then cut, and acknowledged
+// without its rows (the cluster fault rounds' failing disk found it).
+func TestIdempotentRetryAfterFailedSync(t *testing.T) {
+	fs := vfs.NewMem()
+	e := newEnv(t, fs)
+	e.mustExec(`CREATE TABLE ev ` + eventsCols)
+	tbl := e.table("ev")
+	r0, r1 := events(t, e.mem, 0, 10), events(t, e.mem, 10, 5)
+	defer r0.Release()
+	defer r1.Release()
+	const id = 9
+	fs.InjectError(func(op vfs.Op, _ string) error {
+		if op == vfs.OpSync {
+			return errors.New("input/output error")
+		}
+		return nil
+	})
+	if _, _, err := writeAs(tbl, tables.Writer{ID: id, Seq: 0}, r0); err == nil {
+		t.Fatal("a call whose fsync failed was acknowledged")
+	}
+	fs.InjectError(nil)
+	mustWriteAs(t, tbl, tables.Writer{ID: id, Seq: 0}, false, r0)
+	mustWriteAs(t, tbl, tables.Writer{ID: id, Seq: 1}, false, r1)
+	st, err := e.store.Table(context.Background(), "", "ev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, got := scanPlan(t, st, nil)
+	sameRows(t, "rows", sorted(got), sorted(expectRows(events(t, e.mem, 0, 15))))
+}

@@ -83,6 +83,7 @@ func loadConfig(args []string, env func(string) (string, bool)) (serveConfig, er
 	bindClusterFlags(fs, &cfg.Cluster)
 	bindSecurityFlags(fs, &cfg.Security)
 	bindLimitFlags(fs, &cfg.Limits, &cfg.Audit) // limits.go
+	bindFaultFlags(fs, &cfg.Config)             // faults.go, in test binaries only
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}

@@ -19,6 +19,10 @@ var impls = []struct {
 	new  func(t *testing.T) (FS, string)
 }{
 	{"os", func(t *testing.T) (FS, string) { return OS(), t.TempDir() }},
+	// The real filesystem behind a hook that lets everything through.
+	{"os-injected", func(t *testing.T) (FS, string) {
+		return WithInjector(OS(), func(Op, string) error { return nil }), t.TempDir()
+	}},
 	{"mem", func(t *testing.T) (FS, string) {
 		fs := NewMem()
 		must(t, fs.MkdirAll("/data/test", 0o755))

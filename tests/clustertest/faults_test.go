@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,6 +35,43 @@ type history struct {
 	lastAck time.Time
 	ackedBy map[int64]string // by writer id × 10⁸ + call: the node and time of its acknowledgement
 	bad     []error          // answers no correct cluster gives
+	// ackLog is every acknowledgement: which node gave it, when the call
+	// was first sent and when its answer came. cutOff are the times a
+	// leader was cut off from its followers or its disk failed: no call
+	// first sent then may be acknowledged by it before the fault healed.
+	// (A retry sent then may be: the call it repeats was replicated before
+	// the fault, and the leader's in-sync set may since have shrunk to
+	// the replicas that hold it.)
+	ackLog     []ackRecord
+	cutOff     []cutOff
+	staleCalls int // calls sent to an isolated leader (staleWrites)
+}
+
+type ackRecord struct {
+	node      string
+	first, at time.Time
+}
+
+type cutOff struct {
+	kind, node string
+	from, to   time.Time
+}
+
+// cutOffAcks counts the acknowledgements that a node gave while it was
+// cut off, of calls first sent after the fault began.
+func (h *history) cutOffAcks() (n int, what []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range h.cutOff {
+		for _, a := range h.ackLog {
+			if a.node == c.node && a.first.After(c.from) && a.at.Before(c.to) {
+				n++
+				what = append(what, fmt.Sprintf("%s (%s) acknowledged a call first sent at %s at %s", c.node, c.kind,
+					a.first.Format("15:04:05.000"), a.at.Format("15:04:05.000")))
+			}
+		}
+	}
+	return n, what
 }
 
 func newHistory() *history {
@@ -63,19 +101,52 @@ type faultCounts struct {
 	election []time.Duration // kill -9 of the leader → a new leader stored (as the harness polls it)
 }
 
-// The kinds of fault, in the order rounds take them: every round
-// of five kills a leader twice.
-var faultKinds = []string{"kill-leader", "kill-follower", "kill-leader", "kill-controller", "pause-leader"}
+// The kinds of fault, in the order rounds take them: every round of five
+// kills a leader twice (the failover figures come from those rounds).
+// $LAKESTREAM_FAULT_KINDS (comma-separated) keeps only the kinds it names,
+// in this order.
+var faultKinds = []string{
+	"kill-leader", "kill-follower", "kill-leader", "kill-controller", "pause-leader",
+	"kill-leader", "cut-follower", "isolate-leader", "kill-leader", "disk-fail-leader",
+	"kill-leader", "kill-follower", "kill-leader", "kill-controller", "pause-leader",
+	"kill-leader", "cut-follower", "isolate-leader-meta", "kill-leader", "disk-stall-leader",
+}
+
+// roundKinds is the rotation of kinds the rounds take.
+func roundKinds(t *testing.T) []string {
+	v := os.Getenv("LAKESTREAM_FAULT_KINDS")
+	if v == "" {
+		return faultKinds
+	}
+	keep := map[string]bool{}
+	for _, k := range strings.Split(v, ",") {
+		if !slices.Contains(faultKinds, k) {
+			t.Fatalf("LAKESTREAM_FAULT_KINDS: unknown kind %q", k)
+		}
+		keep[k] = true
+	}
+	var out []string
+	for _, k := range faultKinds {
+		if keep[k] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
 
 // TestFaultRounds runs a three-node cluster (processes, metadata in
 // PostgreSQL) through fault rounds while two idempotent writers and a
 // reader run: each round kills a bucket's leader, a follower or the
-// controller with SIGKILL, or freezes the leader (SIGSTOP) until another
-// leads and then thaws it, restarts what it killed and waits until every
-// replica is in sync again. Then every acknowledged row is there exactly
-// once, no read returned a row that is not there at the end, and the
-// replicas hold the same bytes up to the high watermark. Rounds:
-// $LAKESTREAM_FAULT_ROUNDS, default 50.
+// controller with SIGKILL; freezes the leader (SIGSTOP) until another
+// leads and then thaws it; cuts a follower's link to its leader; cuts the
+// leader off from both followers (and, in one variant, from the metadata
+// store); or makes the leader's fsyncs fail or stall. It heals the fault,
+// restarts what it killed and waits until every replica is in sync again.
+// Then every acknowledged row is there exactly once, no read returned a
+// row that is not there at the end, no leader acknowledged a call sent to
+// it while it was cut off or its disk failed, and the replicas hold the
+// same bytes up to the high watermark. Rounds: $LAKESTREAM_FAULT_ROUNDS,
+// default 50.
 func TestFaultRounds(t *testing.T) {
 	rounds := 50
 	if v := os.Getenv("LAKESTREAM_FAULT_ROUNDS"); v != "" {
@@ -100,9 +171,11 @@ func TestFaultRounds(t *testing.T) {
 	defer func() { stopClients(); clients.Wait() }()
 
 	counts := faultCounts{faults: map[string]int{}}
+	kinds := roundKinds(t)
+	staleAcks := 0
 	for round := range rounds {
 		b := h.waitInSync(ref)
-		kind := faultKinds[round%len(faultKinds)]
+		kind := kinds[round%len(kinds)]
 		before := hist.ackCount()
 		progress := func(what string) {
 			h.waitFor(fmt.Sprintf("round %d (%s): %s", round, kind, what), func() bool { return hist.ackCount() > before })
@@ -164,6 +237,71 @@ func TestFaultRounds(t *testing.T) {
 			newLeader(victim)
 			progress("a write acknowledged by the new leader")
 			h.resume(victim) // the former leader thaws, still believing it leads
+		case "cut-follower":
+			victim = otherThan(b.Replicas, b.Leader)
+			cut := h.repl[[2]string{victim, b.Leader}]
+			cut.set([]linkMode{drop, blackhole}[counts.faults[kind]%2])
+			h.waitFor(fmt.Sprintf("round %d: %s out of the in-sync set", round, victim), func() bool {
+				return !slices.Contains(h.bucket(ref).ISR, victim)
+			})
+			before = hist.ackCount()
+			progress("a write acknowledged without the cut-off follower")
+			cut.set(pass)
+		case "isolate-leader", "isolate-leader-meta":
+			// Cut off from both followers, the leader goes on taking
+			// writes (the writers, and stale calls sent to it): none may be
+			// acknowledged. With its link to the metadata store cut too,
+			// its node lease lapses and another replica is elected;
+			// without, it keeps its lease and gossip sees it alive, so it
+			// stays the leader and drops both followers from its in-sync
+			// set, refusing writes until the links heal.
+			victim = b.Leader
+			mode := []linkMode{blackhole, drop}[counts.faults[kind]%2]
+			links := h.linksOf(victim, kind == "isolate-leader-meta")
+			for _, l := range links {
+				l.set(mode)
+			}
+			from := time.Now()
+			staleAcks += h.staleWrites(victim, hist, 3)
+			if kind == "isolate-leader-meta" {
+				newLeader(victim)
+				progress("a write acknowledged by the new leader")
+			} else {
+				h.waitFor(fmt.Sprintf("round %d: %s alone in its in-sync set", round, victim), func() bool {
+					return slices.Equal(h.bucket(ref).ISR, []string{victim})
+				})
+			}
+			hist.mu.Lock()
+			hist.cutOff = append(hist.cutOff, cutOff{kind, victim, from, time.Now()})
+			hist.mu.Unlock()
+			for _, l := range links {
+				l.set(pass)
+			}
+			progress("a write acknowledged after the links healed")
+		case "disk-fail-leader", "disk-stall-leader":
+			// The leader's fsyncs fail (EIO) or hang until the writers
+			// have seen calls fail or time out; then the disk recovers.
+			victim = b.Leader
+			mode, failures := "fail", 3
+			if kind == "disk-stall-leader" {
+				mode, failures = "stall", 1 // a call times out after 3 s
+			}
+			hist.mu.Lock()
+			retries := hist.retries
+			hist.mu.Unlock()
+			h.setDisk(victim, mode)
+			from := time.Now()
+			h.waitFor(fmt.Sprintf("round %d: calls failing on %s's disk", round, victim), func() bool {
+				hist.mu.Lock()
+				defer hist.mu.Unlock()
+				return hist.retries >= retries+failures
+			})
+			hist.mu.Lock()
+			hist.cutOff = append(hist.cutOff, cutOff{kind, victim, from, time.Now()})
+			hist.mu.Unlock()
+			h.setDisk(victim, "")
+			before = hist.ackCount()
+			progress("a write acknowledged after the disk recovered")
 		}
 		counts.faults[kind]++
 		counts.rounds++
@@ -201,7 +339,9 @@ func TestFaultRounds(t *testing.T) {
 	lost, vanished := 0, 0
 	for id := range hist.acked {
 		if have[id] == 0 {
-			lost++
+			if lost++; lost <= 3 {
+				t.Logf("lost: id %d (writer %d call %d), acknowledged by %s", id, id/1_000_000_000, id%1_000_000_000/10, hist.ackedBy[id/10])
+			}
 		}
 	}
 	for id := range hist.seen {
@@ -209,12 +349,23 @@ func TestFaultRounds(t *testing.T) {
 			vanished++
 		}
 	}
-	faults := make([]string, 0, len(counts.faults))
-	for _, k := range []string{"kill-leader", "kill-follower", "kill-controller", "pause-leader"} {
-		faults = append(faults, fmt.Sprintf("%s %d", k, counts.faults[k]))
+	var faults []string
+	for _, k := range faultKinds {
+		if n := counts.faults[k]; n > 0 && !slices.Contains(faults, fmt.Sprintf("%s %d", k, n)) {
+			faults = append(faults, fmt.Sprintf("%s %d", k, n))
+		}
 	}
-	t.Logf("fault rounds: %d (%s); acknowledged calls %d (%d rows), retried sends %d, reads %d; lost %d, duplicated %d, read then vanished %d",
-		counts.rounds, strings.Join(faults, ", "), hist.acks, len(hist.acked), hist.retries, hist.reads, lost, dup, vanished)
+	cutAcks, what := hist.cutOffAcks()
+	t.Logf("fault rounds: %d (%s); acknowledged calls %d (%d rows), retried sends %d, reads %d; lost %d, duplicated %d, read then vanished %d; "+
+		"acknowledged by a cut-off or failing leader: %d of the writers' calls, %d of %d stale calls",
+		counts.rounds, strings.Join(faults, ", "), hist.acks, len(hist.acked), hist.retries, hist.reads, lost, dup, vanished,
+		cutAcks, staleAcks, hist.staleCalls)
+	for _, w := range what {
+		t.Error(w)
+	}
+	if staleAcks > 0 {
+		t.Errorf("an isolated leader acknowledged %d stale calls", staleAcks)
+	}
 	if len(counts.failover) > 0 {
 		slices.Sort(counts.failover)
 		t.Logf("failover (kill -9 of the leader → first acknowledged write), %d trials: p50 %s, p99 %s, max %s", len(counts.failover),
@@ -260,6 +411,7 @@ func (h *harness) leaderClient(ref cluster.BucketRef) *proc {
 // is acknowledged, sending it again (to whichever node leads then) after
 // an error or when no answer came in 3 s.
 func (h *harness) writeLoop(ctx context.Context, w *writer, ref cluster.BucketRef, hist *history) {
+	var first time.Time // when the current call was first sent
 	for ctx.Err() == nil {
 		p := h.leaderClient(ref)
 		if p == nil {
@@ -267,12 +419,17 @@ func (h *harness) writeLoop(ctx context.Context, w *writer, ref cluster.BucketRe
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		if first.IsZero() {
+			first = time.Now()
+		}
 		err := w.call(cctx, p.cl, "t")
 		cancel()
 		if err == nil {
 			hist.ack(w.ids())
 			hist.mu.Lock()
 			hist.lastAck = time.Now()
+			hist.ackLog = append(hist.ackLog, ackRecord{p.id, first, hist.lastAck})
+			first = time.Time{}
 			hist.ackedBy[w.ids()[0]/10] = p.id + " at " + hist.lastAck.Format("15:04:05.000")
 			hist.mu.Unlock()
 			w.seq++
@@ -281,7 +438,14 @@ func (h *harness) writeLoop(ctx context.Context, w *writer, ref cluster.BucketRe
 		if ctx.Err() != nil {
 			return
 		}
-		switch status.Code(err) {
+		code := status.Code(err)
+		if code == codes.Internal && strings.Contains(err.Error(), syscall.EIO.Error()) {
+			// The leader's log failed an fsync (a disk-fail round): it
+			// refuses writes until a write repairs it, and the error says
+			// Internal, as an I/O error does. Retried as any refusal.
+			code = codes.Unavailable
+		}
+		switch code {
 		case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:
 			hist.mu.Lock()
 			hist.retries++

@@ -1,15 +1,18 @@
 // Package clustertest runs Lakestream clusters as separate processes on
 // loopback ports, with the metadata store on a PostgreSQL server the test
 // starts, and injects faults into them: kill -9 of a bucket's leader, a
-// follower or the controller, and a leader frozen (SIGSTOP) while the others
-// elect a new one, then thawed. docs/cluster.md has what the tests check and
-// their figures.
+// follower or the controller; a leader frozen (SIGSTOP) while the others
+// elect a new one, then thawed; links between nodes, and between a node
+// and the metadata store, cut by the harness's proxies (proxy_test.go);
+// and a leader's disk whose fsyncs fail or stall. docs/cluster.md has what
+// the tests check and their figures.
 package clustertest
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,14 +31,18 @@ import (
 
 	"github.com/lakestream/lakestream/cluster"
 	"github.com/lakestream/lakestream/cluster/meta"
+	"github.com/lakestream/lakestream/internal/invariants"
 	"github.com/lakestream/lakestream/internal/pgtest"
 	procs "github.com/lakestream/lakestream/internal/proc"
 )
 
-// binary is the server under test: $LAKESTREAM_BIN (make test sets it),
-// else built once into a temporary directory.
+// binary is the server under test, built with -tags faultinject (its
+// --fault-dial and --fault-disk flags put the links and the disks in the
+// harness's hands), and with -tags invariants when the test is, once into
+// a temporary directory; $LAKESTREAM_FAULT_BIN
+// names one built so already.
 var binary = sync.OnceValues(func() (string, error) {
-	if b := os.Getenv("LAKESTREAM_BIN"); b != "" {
+	if b := os.Getenv("LAKESTREAM_FAULT_BIN"); b != "" {
 		return b, nil
 	}
 	dir, err := os.MkdirTemp("", "lakestream-bin")
@@ -43,7 +50,11 @@ var binary = sync.OnceValues(func() (string, error) {
 		return "", err
 	}
 	out := filepath.Join(dir, "lakestream")
-	cmd := exec.Command("go", "build", "-o", out, "github.com/lakestream/lakestream/cmd/lakestream")
+	tags := "faultinject"
+	if invariants.Enabled {
+		tags += ",invariants" // the nodes check what the test binary checks
+	}
+	cmd := exec.Command("go", "build", "-tags", tags, "-o", out, "github.com/lakestream/lakestream/cmd/lakestream")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %v\n%s", err, b)
 	}
@@ -51,20 +62,29 @@ var binary = sync.OnceValues(func() (string, error) {
 })
 
 // harness is a cluster of node processes sharing one metadata store.
+// Every connection of one node to another's replication service, and of
+// a node to the metadata store, goes through a link of the harness, which
+// can cut it; gossip does not (docs/cluster.md says why).
 type harness struct {
 	t     *testing.T
 	bin   string
-	meta  string     // the nodes' --meta
+	meta  string     // the metadata store's URL
 	store meta.Store // the harness's own handle on it
 	mu    sync.Mutex
 	nodes map[string]*proc
 	order []string
+	// repl holds the replication links, by (from, to): from's fetches
+	// from to when to leads. metaLink holds each node's link to the
+	// metadata store (and the shared catalog in the same database).
+	repl     map[[2]string]*link
+	metaLink map[string]*link
 }
 
 // proc is one node: its addresses stay the same across restarts.
 type proc struct {
 	id, dir        string
 	flight, gossip string
+	disk           string // the --fault-disk control file
 	cmd            *exec.Cmd
 	exited         chan struct{}
 	paused         bool
@@ -86,11 +106,26 @@ func newHarness(t *testing.T, ids ...string) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	h := &harness{t: t, bin: bin, meta: uri, store: store, nodes: map[string]*proc{}}
+	h := &harness{t: t, bin: bin, meta: uri, store: store, nodes: map[string]*proc{},
+		repl: map[[2]string]*link{}, metaLink: map[string]*link{}}
+	pgAddr, err := url.Parse(uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	controls := t.TempDir()
 	for _, id := range ids {
-		p := &proc{id: id, dir: t.TempDir(), flight: freeAddr(t), gossip: freeAddr(t)}
-		h.nodes[id] = p
+		h.nodes[id] = &proc{id: id, dir: t.TempDir(), flight: freeAddr(t), gossip: freeAddr(t), disk: filepath.Join(controls, id+".disk")}
 		h.order = append(h.order, id)
+		h.metaLink[id] = newLink(t, id+"->meta", pgAddr.Host)
+	}
+	for _, from := range ids {
+		for _, to := range ids {
+			if from != to {
+				h.repl[[2]string{from, to}] = newLink(t, from+"->"+to, h.nodes[to].flight)
+			}
+		}
+	}
+	for _, id := range ids {
 		h.start(id)
 	}
 	t.Cleanup(func() {
@@ -125,8 +160,17 @@ func (h *harness) start(id string) {
 			join = append(join, h.nodes[other].gossip)
 		}
 	}
+	var dials []string
+	for _, other := range h.order {
+		if other != id {
+			dials = append(dials, h.nodes[other].flight+"="+h.repl[[2]string{id, other}].addr())
+		}
+	}
+	metaURL, _ := url.Parse(h.meta)
+	metaURL.Host = h.metaLink[id].addr()
 	args := []string{"serve", "--data-dir", p.dir, "--listen", p.flight, "--http", "off",
-		"--node-id", id, "--gossip", p.gossip, "--gossip-timing", "local", "--meta", h.meta, "--log-level", "info"}
+		"--node-id", id, "--gossip", p.gossip, "--gossip-timing", "local", "--meta", metaURL.String(), "--log-level", "info",
+		"--fault-dial", strings.Join(dials, ","), "--fault-disk", p.disk}
 	if len(h.running()) > 0 {
 		args = append(args, "--join", strings.Join(join, ","))
 	}
