@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/lakestream/lakestream/auth"
 	"github.com/lakestream/lakestream/catalog"
@@ -210,10 +211,15 @@ func ticketKeyOf(a *auth.Service) []byte {
 	return key
 }
 
-// seal signs tk for the caller.
+// seal signs tk for the caller, valid for Options.TicketTTL.
 func (s *Server) seal(ctx context.Context, tk *ticket) ([]byte, error) {
 	tk.User = callerID(ctx)
-	return tk.encode(s.ticketKey)
+	tk.Exp = time.Now().Add(s.opts.TicketTTL).Unix()
+	raw, err := tk.encode(s.ticketKey)
+	if err == nil && len(raw) > maxTicketBytes {
+		return nil, fmt.Errorf("%w: the plan needs a ticket of %d bytes, over the %d-byte limit (bound parameters too large?)", errInvalid, len(raw), maxTicketBytes)
+	}
+	return raw, err
 }
 
 // authorizeTicket checks, at DoGet, that a ticket was planned by the
