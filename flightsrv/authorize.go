@@ -7,6 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	"github.com/lakestream/lakestream/auth"
 	"github.com/lakestream/lakestream/catalog"
 	"github.com/lakestream/lakestream/tables"
@@ -220,6 +223,15 @@ func (s *Server) seal(ctx context.Context, tk *ticket) ([]byte, error) {
 		return nil, fmt.Errorf("%w: the plan needs a ticket of %d bytes, over the %d-byte limit (bound parameters too large?)", errInvalid, len(raw), maxTicketBytes)
 	}
 	return raw, err
+}
+
+// endpoint is the endpoint of tk, sealed for the caller, with its expiry.
+func (s *Server) endpoint(ctx context.Context, tk *ticket) (*flight.FlightEndpoint, error) {
+	raw, err := s.seal(ctx, tk)
+	if err != nil {
+		return nil, err
+	}
+	return &flight.FlightEndpoint{Ticket: &flight.Ticket{Ticket: raw}, ExpirationTime: timestamppb.New(time.Unix(tk.Exp, 0))}, nil
 }
 
 // authorizeTicket checks, at DoGet, that a ticket was planned by the

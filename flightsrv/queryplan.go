@@ -75,11 +75,11 @@ func (s *Server) queryInfo(ctx context.Context, st *planner.Statement, handle st
 		TotalBytes:       -1,
 	}
 	for _, pins := range endpoints {
-		raw, err := s.seal(ctx, &ticket{Kind: "query", SQL: st.SQL, Params: params, Pins: pins})
+		ep, err := s.endpoint(ctx, &ticket{Kind: "query", SQL: st.SQL, Params: params, Pins: pins})
 		if err != nil {
 			return nil, err
 		}
-		info.Endpoint = append(info.Endpoint, &flight.FlightEndpoint{Ticket: &flight.Ticket{Ticket: raw}})
+		info.Endpoint = append(info.Endpoint, ep)
 	}
 	return info, nil
 }

@@ -3,6 +3,7 @@ package flightsrv_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -65,6 +66,11 @@ func TestSplitQueryEndpoints(t *testing.T) {
 	ordered := ts.mustExec("SELECT id FROM ev WHERE kind = 'buy' ORDER BY id LIMIT 5")
 	if n := len(split.GetEndpoint()); n != 4 {
 		t.Fatalf("filtered projection of a 4-bucket table: %d endpoints, want 4", n)
+	}
+	for i, ep := range split.GetEndpoint() {
+		if exp := ep.GetExpirationTime().AsTime(); time.Until(exp) < 59*time.Minute || time.Until(exp) > time.Hour+time.Minute {
+			t.Errorf("endpoint %d expires at %v, want in an hour (the default TicketTTL)", i, exp)
+		}
 	}
 	for name, info := range map[string]*flight.FlightInfo{"aggregate": whole, "ordered": ordered} {
 		if n := len(info.GetEndpoint()); n != 1 {

@@ -256,11 +256,11 @@ func (s *Server) scanInfo(ctx context.Context, ps *planner.PlainScan, desc *flig
 		if len(g.files) > 0 {
 			tk.Snapshot = v.Lake.ID
 		}
-		raw, err := s.seal(ctx, tk)
+		ep, err := s.endpoint(ctx, tk)
 		if err != nil {
 			return nil, err
 		}
-		info.Endpoint = append(info.Endpoint, &flight.FlightEndpoint{Ticket: &flight.Ticket{Ticket: raw}})
+		info.Endpoint = append(info.Endpoint, ep)
 	}
 	return info, nil
 }
@@ -273,7 +273,7 @@ func (s *Server) scanInfo(ctx context.Context, ps *planner.PlainScan, desc *flig
 // neither (docs/flight.md, "Plain scans").
 func (s *Server) stateScanInfo(ctx context.Context, r *plainScan, v *tables.View, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
 	tk := &ticket{Kind: "scan", Table: r.def.ID, Schema: r.def.SchemaID, Cols: r.cols, State: true}
-	raw, err := s.seal(ctx, tk)
+	ep, err := s.endpoint(ctx, tk)
 	if err != nil {
 		return nil, err
 	}
@@ -282,7 +282,7 @@ func (s *Server) stateScanInfo(ctx context.Context, r *plainScan, v *tables.View
 		FlightDescriptor: desc,
 		TotalRecords:     scanRows(r, v.Rows()),
 		TotalBytes:       -1,
-		Endpoint:         []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: raw}}},
+		Endpoint:         []*flight.FlightEndpoint{ep},
 	}, nil
 }
 
@@ -326,7 +326,7 @@ func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flights
 		return nil, err
 	}
 	if pl := s.preparedPlan(ctx, p, h); pl != nil {
-		return pl.info(desc), nil // lookup_prepared.go
+		return s.preparedLookupInfo(ctx, pl, p, h, desc) // lookup_prepared.go
 	}
 	return s.flightInfo(ctx, p.stmt, h, desc)
 }
