@@ -39,13 +39,13 @@ func (e *Engine) RowWiseScan(ctx context.Context, sql string) (db, table string,
 	if err != nil {
 		return "", "", false, err
 	}
-	ctx, cancel, stop := e.statementContext(ctx)
-	defer cancel()
-	c, err := e.connect(ctx, stop) // held while parsing: Close waits for it
+	// Close waits for the parse, which needs no connection of its own
+	// (one costs about as much as the whole check).
+	release, err := e.hold()
 	if err != nil {
 		return "", "", false, err
 	}
-	defer e.disconnect(c)
+	defer release()
 	tree, err := e.serialize(sql)
 	if err != nil || tree == nil {
 		return "", "", false, err
@@ -200,4 +200,16 @@ type scalarNames struct {
 	once  sync.Once
 	names map[string]bool
 	err   error
+}
+
+// hold makes Close wait until release is called, for work on the
+// database that opens no connection of its own; ErrClosed after Close.
+func (e *Engine) hold() (release func(), err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.mu.closed {
+		return nil, ErrClosed
+	}
+	e.conns.Add(1)
+	return e.conns.Done, nil
 }
