@@ -5,6 +5,10 @@ import (
 	"crypto/rand"
 	"fmt"
 	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/lakestream/lakestream/auth"
 	"github.com/lakestream/lakestream/catalog"
@@ -210,10 +214,24 @@ func ticketKeyOf(a *auth.Service) []byte {
 	return key
 }
 
-// seal signs tk for the caller.
+// seal signs tk for the caller, valid for Options.TicketTTL.
 func (s *Server) seal(ctx context.Context, tk *ticket) ([]byte, error) {
 	tk.User = callerID(ctx)
-	return tk.encode(s.ticketKey)
+	tk.Exp = time.Now().Add(s.opts.TicketTTL).Unix()
+	raw, err := tk.encode(s.ticketKey)
+	if err == nil && len(raw) > maxTicketBytes {
+		return nil, fmt.Errorf("%w: the plan needs a ticket of %d bytes, over the %d-byte limit (bound parameters too large?)", errInvalid, len(raw), maxTicketBytes)
+	}
+	return raw, err
+}
+
+// endpoint is the endpoint of tk, sealed for the caller, with its expiry.
+func (s *Server) endpoint(ctx context.Context, tk *ticket) (*flight.FlightEndpoint, error) {
+	raw, err := s.seal(ctx, tk)
+	if err != nil {
+		return nil, err
+	}
+	return &flight.FlightEndpoint{Ticket: &flight.Ticket{Ticket: raw}, ExpirationTime: timestamppb.New(time.Unix(tk.Exp, 0))}, nil
 }
 
 // authorizeTicket checks, at DoGet, that a ticket was planned by the

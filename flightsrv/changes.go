@@ -43,11 +43,11 @@ func (s *Server) changesInfo(ctx context.Context, c *planner.Changes, desc *flig
 		for i := g; i < len(starts); i += groups {
 			tk.Ranges = append(tk.Ranges, starts[i])
 		}
-		raw, err := s.seal(ctx, tk)
+		ep, err := s.endpoint(ctx, tk)
 		if err != nil {
 			return nil, err
 		}
-		info.Endpoint = append(info.Endpoint, &flight.FlightEndpoint{Ticket: &flight.Ticket{Ticket: raw}})
+		info.Endpoint = append(info.Endpoint, ep)
 	}
 	return info, nil
 }

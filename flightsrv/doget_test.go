@@ -39,7 +39,10 @@ func TestDoGetRefusesBadTickets(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := tbl.Def().ID
-	sign := func(body string) []byte { return flightsrv.SealRawTicket(ts.srv, []byte(body)) }
+	// sign signs a ticket body, valid until 2100 unless it says otherwise.
+	sign := func(body string) []byte {
+		return flightsrv.SealRawTicket(ts.srv, []byte(strings.Replace(body, `{"kind"`, `{"exp":4102444800,"kind"`, 1)))
+	}
 	scanTicket := func(body string) []byte { return sign(fmt.Sprintf(`{"kind":"scan","table":%d,%s}`, id, body)) }
 	good := scanTicket(`"cols":[0],"ranges":[{"Bucket":0,"From":0,"To":10}]`)
 	altered := bytes.Replace(good, []byte(`"To":10`), []byte(`"To":11`), 1)
@@ -57,9 +60,15 @@ func TestDoGetRefusesBadTickets(t *testing.T) {
 		{"negative bucket", scanTicket(`"cols":[0],"ranges":[{"Bucket":-1,"From":0,"To":10}]`), codes.InvalidArgument},
 		{"column out of range", scanTicket(`"cols":[0,9],"ranges":[{"Bucket":0,"From":0,"To":10}]`), codes.InvalidArgument},
 		{"unknown table", sign(`{"kind":"scan","table":987654,"cols":[0],"ranges":[{"Bucket":0,"From":0,"To":1}]}`), codes.NotFound},
-		{"unknown prepared handle", sign(`{"kind":"prepared","handle":"deadbeef"}`), codes.NotFound},
+		{"unknown prepared handle", sign(`{"kind":"lookup","handle":"deadbeef"}`), codes.NotFound},
+		{"kind of an older format", sign(`{"kind":"prepared","handle":"deadbeef"}`), codes.InvalidArgument},
+		{"expired", sign(fmt.Sprintf(`{"exp":1,"kind":"scan","table":%d,"cols":[0],"ranges":[{"Bucket":0,"From":0,"To":10}]}`, id)), codes.FailedPrecondition},
+		{"no expiry", sign(`{"exp":0,"kind":"query","sql":"SELECT 1"}`), codes.FailedPrecondition},
+		{"query pinning a dropped table", sign(`{"kind":"query","sql":"SELECT 1","pins":[{"table":987654}]}`), codes.FailedPrecondition},
+		{"query with malformed parameters", sign(`{"kind":"query","sql":"SELECT ? AS x","params":"AAAA"}`), codes.InvalidArgument},
+		{"older ticket format", append([]byte("LSTK2"), good[5:]...), codes.InvalidArgument},
 		{"unsigned (forged)", []byte(fmt.Sprintf(`LSTK1{"kind":"scan","table":%d,"cols":[0],"ranges":[{"Bucket":0,"From":0,"To":10}]}`, id)), codes.InvalidArgument},
-		{"forged MAC", append([]byte("LSTK2"), bytes.Repeat([]byte{0}, 32+5)...), codes.PermissionDenied},
+		{"forged MAC", append([]byte("LSTK3"), bytes.Repeat([]byte{0}, 32+5)...), codes.PermissionDenied},
 		{"altered after signing", altered, codes.PermissionDenied},
 		{"another user's", sign(fmt.Sprintf(`{"kind":"scan","user":7,"table":%d,"cols":[0],"ranges":[{"Bucket":0,"From":0,"To":10}]}`, id)), codes.PermissionDenied},
 		{"not a ticket at all", []byte("hello, server"), codes.InvalidArgument},

@@ -45,6 +45,8 @@ func toStatus(err error) error {
 		code = codes.Canceled
 	case errors.Is(err, context.DeadlineExceeded):
 		code = codes.DeadlineExceeded
+	case errors.Is(err, errTicketExpired), errors.Is(err, tables.ErrPinStale):
+		code = codes.FailedPrecondition // plan the read again
 	case errors.Is(err, tables.ErrQuarantined), errors.Is(err, catalog.ErrDefinitionBroken),
 		errors.Is(err, tables.ErrDirExists):
 		// The table (or the new table's directory) needs an operator;

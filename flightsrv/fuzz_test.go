@@ -31,8 +31,10 @@ func FuzzDecodeTicket(f *testing.F) {
 		{Kind: "scan", Table: 3, Snapshot: 99, Files: []string{"s3://b/t/data/a.parquet"}, Ranges: []tables.Range{{Bucket: 1, From: 7, To: 9}}},
 		{Kind: "changes", Table: 5, Ranges: []tables.Range{{Bucket: 0, From: 3, To: -1}},
 			Where: []planner.Condition{{Column: "a", Op: planner.OpGe, Value: planner.Literal{Kind: planner.LitNumber, Text: "10"}}}},
-		{Kind: "query", SQL: "SELECT 1"},
-		{Kind: "prepared", Handle: "h-1"},
+		{Kind: "query", SQL: "SELECT 1", Exp: 1796650000},
+		{Kind: "query", SQL: "SELECT id FROM t WHERE v > ?", Params: []byte("\xff\xff\xff\xff\x00\x00\x00\x00"),
+			Pins: []tables.Pin{{Table: 12, SchemaID: 1, Snapshot: 99, Files: []string{"s3://b/t/data/a.parquet"}}, {Table: 13, Layer: tables.LayerChangelog, Ranges: []tables.Range{{Bucket: 1, From: 7, To: 9}}}}},
+		{Kind: "lookup", Handle: "h-1"},
 	} {
 		b, err := tk.encode(fuzzKey)
 		if err != nil {
@@ -42,6 +44,7 @@ func FuzzDecodeTicket(f *testing.F) {
 		f.Add(b[:len(b)/2])
 	}
 	f.Add([]byte(`LSTK1{"kind":"drop"}`))
+	f.Add([]byte(`LSTK2{"kind":"prepared","handle":"h-1"}`))
 	f.Add([]byte(`{"kind":"scan","ranges":[{"Bucket":-1,"From":9,"To":1}]}`))
 	f.Add([]byte("LSTK1"))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -56,7 +59,7 @@ func FuzzDecodeTicket(f *testing.F) {
 			return
 		}
 		switch tk.Kind {
-		case "scan", "query", "prepared", "changes":
+		case "scan", "query", "changes", "show", "lookup":
 		default:
 			t.Fatalf("decodeTicket accepted a ticket of kind %q", tk.Kind)
 		}

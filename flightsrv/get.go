@@ -3,6 +3,7 @@ package flightsrv
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -19,6 +20,9 @@ import (
 func (s *Server) doGet(raw []byte, stream flight.FlightService_DoGetServer) error {
 	tk, err := decodeTicket(s.ticketKey, raw)
 	if err != nil {
+		return err
+	}
+	if err := tk.checkExpiry(time.Now()); err != nil {
 		return err
 	}
 	ctx := stream.Context()
@@ -41,8 +45,12 @@ func (s *Server) doGet(raw []byte, stream flight.FlightService_DoGetServer) erro
 			return s.streamScan(ctx, tk, plain, out)
 		})
 	case "query":
-		return s.pipe(ctx, stream, queryReadAhead(), nil, false, func(ctx context.Context, out flight.DataStreamWriter) error {
-			return s.streamQuery(ctx, tk.SQL, nil, out)
+		qctx, args, err := s.queryTicket(ctx, tk) // queryplan.go
+		if err != nil {
+			return err
+		}
+		return s.pipe(qctx, stream, queryReadAhead(), nil, false, func(ctx context.Context, out flight.DataStreamWriter) error {
+			return s.streamQuery(ctx, tk.SQL, args, out)
 		})
 	case "show":
 		return s.pipe(ctx, stream, queryReadAhead(), nil, false, func(ctx context.Context, out flight.DataStreamWriter) error {
@@ -59,18 +67,6 @@ func (s *Server) doGet(raw []byte, stream flight.FlightService_DoGetServer) erro
 		})
 	case "lookup":
 		return s.doGetLookup(ctx, tk, stream) // lookup.go
-	case "prepared":
-		p, err := s.preparedOf(ctx, tk.Handle)
-		if err != nil {
-			return err
-		}
-		args, err := p.args()
-		if err != nil {
-			return err
-		}
-		return s.pipe(ctx, stream, queryReadAhead(), nil, false, func(ctx context.Context, out flight.DataStreamWriter) error {
-			return s.streamQuery(ctx, p.sql, args, out)
-		})
 	}
 	return fmt.Errorf("%w: ticket kind %q", errInvalid, tk.Kind)
 }

@@ -44,7 +44,7 @@ func (r engineResolver) ViewNames(ctx context.Context) []string {
 }
 
 // startEngineServer is startServer with the query engine, as a node runs it.
-func startEngineServer(t *testing.T) *testServer {
+func startEngineServer(t testing.TB) *testServer {
 	t.Helper()
 	base := startServer(t, serverConfig{})
 	e, err := duck.New(engineResolver{base.store}, duck.Options{Threads: 2})

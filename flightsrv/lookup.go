@@ -410,14 +410,14 @@ func appendKey(b array.Builder, v any) {
 // names the statement (and the prepared handle that holds its
 // parameters); the lookup runs at DoGet.
 func (s *Server) lookupInfo(ctx context.Context, lp *lookupPlan, sql, handle string, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
-	raw, err := s.seal(ctx, &ticket{Kind: "lookup", SQL: sql, Handle: handle})
+	ep, err := s.endpoint(ctx, &ticket{Kind: "lookup", SQL: sql, Handle: handle})
 	if err != nil {
 		return nil, err
 	}
 	return &flight.FlightInfo{
 		Schema:           flight.SerializeSchema(lp.schema, s.opts.Mem),
 		FlightDescriptor: desc,
-		Endpoint:         []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: raw}}},
+		Endpoint:         []*flight.FlightEndpoint{ep},
 		TotalRecords:     -1,
 		TotalBytes:       -1,
 	}, nil

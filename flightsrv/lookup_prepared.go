@@ -2,11 +2,14 @@ package flightsrv
 
 import (
 	"context"
+	"sync/atomic"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/lakestream/lakestream/catalog"
 	"github.com/lakestream/lakestream/planner"
@@ -26,13 +29,14 @@ import (
 //     to look up as they are, with no per-value conversion; the scalars
 //     the engine binds are made from them only should the statement run
 //     in the engine after all;
-//   - the FlightInfo's schema and ticket bytes are encoded once.
+//   - the FlightInfo's schema is encoded once, and its ticket once per
+//     half ticket TTL (a statement used for hours gets fresh ones).
 
 // preparedLookup is a prepared lookup's plan and what was derived from it.
 type preparedLookup struct {
 	plan   *lookupPlan
 	schema []byte // the serialized result schema
-	ticket []byte
+	ticket atomic.Pointer[sealedTicket]
 	// keys are the bound rows' keys for plan, in Go memory; nil: made
 	// from the parameter rows at DoGet.
 	keys arrow.RecordBatch
@@ -66,26 +70,48 @@ func (s *Server) preparedPlan(ctx context.Context, p *prepared, handle string) *
 	if lp == nil {
 		return nil
 	}
-	raw, err := s.seal(ctx, &ticket{Kind: "lookup", SQL: p.stmt.SQL, Handle: handle})
-	if err != nil {
-		return nil
-	}
-	pl = &preparedLookup{plan: lp, schema: flight.SerializeSchema(lp.schema, s.opts.Mem), ticket: raw}
+	pl = &preparedLookup{plan: lp, schema: flight.SerializeSchema(lp.schema, s.opts.Mem)}
 	p.mu.Lock()
 	p.lookup = pl // the keys bound for an older plan are made again from the rows
 	p.mu.Unlock()
 	return pl
 }
 
-// info is the FlightInfo of an execution of the prepared lookup.
-func (pl *preparedLookup) info(desc *flight.FlightDescriptor) *flight.FlightInfo {
+// sealedTicket is a signed ticket and when it expires.
+type sealedTicket struct {
+	raw []byte
+	exp time.Time
+}
+
+// preparedLookupTicket is the ticket of an execution of the prepared lookup: the
+// one sealed last, or a new one once that has lived half its TTL.
+func (s *Server) preparedLookupTicket(ctx context.Context, pl *preparedLookup, sql, handle string) (*sealedTicket, error) {
+	if st := pl.ticket.Load(); st != nil && time.Until(st.exp) > s.opts.TicketTTL/2 {
+		return st, nil
+	}
+	tk := &ticket{Kind: "lookup", SQL: sql, Handle: handle}
+	raw, err := s.seal(ctx, tk)
+	if err != nil {
+		return nil, err
+	}
+	st := &sealedTicket{raw: raw, exp: time.Unix(tk.Exp, 0)}
+	pl.ticket.Store(st)
+	return st, nil
+}
+
+// preparedLookupInfo is the FlightInfo of an execution of the prepared lookup.
+func (s *Server) preparedLookupInfo(ctx context.Context, pl *preparedLookup, p *prepared, handle string, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	st, err := s.preparedLookupTicket(ctx, pl, p.stmt.SQL, handle)
+	if err != nil {
+		return nil, err
+	}
 	return &flight.FlightInfo{
 		Schema:           pl.schema,
 		FlightDescriptor: desc,
-		Endpoint:         []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: pl.ticket}}},
+		Endpoint:         []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: st.raw}, ExpirationTime: timestamppb.New(st.exp)}},
 		TotalRecords:     -1,
 		TotalBytes:       -1,
-	}
+	}, nil
 }
 
 // bindLookup keeps recs as p's parameters when each column has its

@@ -70,7 +70,7 @@ func TestPKPreparedLookupFollowsTheTable(t *testing.T) {
 	ts.mustExec("DROP TABLE kv")
 	ts.mustExec("CREATE TABLE kv (id BIGINT, region VARCHAR, v DOUBLE, n BIGINT)")
 	ts.mustIngest("kv", "append", kvRows(t, ts.mem, []any{3, 3}, 5))
-	run("a log table", record(t, ts.mem, i64("1", true, 3)), "prepared", "3|5", "3|5")
+	run("a log table", record(t, ts.mem, i64("1", true, 3)), "query", "3|5", "3|5")
 }
 
 // Many executions of one prepared lookup, each bound to other keys (one

@@ -341,13 +341,7 @@ func (s *Server) learnTicket(ctx context.Context, ci *callInfo, raw []byte) {
 			table = t.Name()
 		}
 	}
-	sql := tk.SQL
-	if tk.Kind == "prepared" {
-		if p, err := s.prepared.get(tk.Handle); err == nil {
-			sql = p.sql
-		}
-	}
-	ci.set(tk.Kind, table, sql)
+	ci.set(tk.Kind, table, tk.SQL)
 }
 
 // tableName is "db.table", db defaulting to "default" as the catalog's.

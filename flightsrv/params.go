@@ -1,11 +1,14 @@
 package flightsrv
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 
@@ -146,4 +149,63 @@ func sameBinding(a, b arrow.DataType) bool {
 		return false
 	}
 	return isTime(a) && isTime(b)
+}
+
+// encodeParams is the parameters of one execution as a query ticket
+// carries them: an Arrow IPC stream of one row, column i+1 holding
+// parameter i in the type it was bound with. nil for none.
+func encodeParams(args []any, mem memory.Allocator) ([]byte, error) {
+	if len(args) == 0 {
+		return nil, nil
+	}
+	fields := make([]arrow.Field, len(args))
+	cols := make([]arrow.Array, len(args))
+	for i, a := range args {
+		sc, ok := a.(scalar.Scalar)
+		if !ok {
+			return nil, fmt.Errorf("parameter %d is a %T, not an Arrow scalar", i+1, a)
+		}
+		col, err := scalar.MakeArrayFromScalar(sc, 1, mem)
+		if err != nil {
+			return nil, fmt.Errorf("%w: parameter %d of type %s cannot be carried in a ticket: %v", errInvalid, i+1, sc.DataType(), err)
+		}
+		defer col.Release()
+		fields[i] = arrow.Field{Name: strconv.Itoa(i + 1), Type: sc.DataType(), Nullable: true}
+		cols[i] = col
+	}
+	rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, 1)
+	defer rec.Release()
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(rec.Schema()), ipc.WithAllocator(mem))
+	if err := w.Write(rec); err != nil {
+		return nil, fmt.Errorf("encode parameters: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return nil, fmt.Errorf("encode parameters: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// decodeParams reads the parameters encodeParams encoded.
+func decodeParams(b []byte, mem memory.Allocator) ([]any, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	r, err := ipc.NewReader(bytes.NewReader(b), ipc.WithAllocator(mem))
+	if err != nil {
+		return nil, fmt.Errorf("%w: ticket parameters: %v", errInvalid, err)
+	}
+	defer r.Release()
+	if !r.Next() {
+		return nil, fmt.Errorf("%w: ticket parameters: no row (%v)", errInvalid, r.Err())
+	}
+	rec := r.RecordBatch()
+	if rec.NumRows() != 1 {
+		return nil, fmt.Errorf("%w: ticket parameters: %d rows, want 1", errInvalid, rec.NumRows())
+	}
+	rows, err := paramRows(rec)
+	if err != nil {
+		return nil, err
+	}
+	return rows[0], nil
 }

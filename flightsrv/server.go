@@ -50,6 +50,12 @@ type Options struct {
 	MaxEndpoints int
 	// PreparedTTL expires prepared statements idle this long. Default 10m.
 	PreparedTTL time.Duration
+	// TicketTTL is how long the tickets of a FlightInfo may be used:
+	// DoGet refuses one older with FailedPrecondition. Default 1h: a
+	// distributed reader plans once and reads every endpoint within it,
+	// and the lake snapshots a ticket pins are kept about as long
+	// (docs/flight.md, "Tickets").
+	TicketTTL time.Duration
 	// StreamMemory is the memory budget of all DoGet result streams
 	// (scans, queries, subscriptions) together: each stream is charged its
 	// readers' read-ahead and its window (its results from when they are
@@ -97,6 +103,9 @@ func (o *Options) ensureDefaults() {
 	if o.PreparedTTL == 0 {
 		o.PreparedTTL = 10 * time.Minute
 	}
+	if o.TicketTTL == 0 {
+		o.TicketTTL = time.Hour
+	}
 	if o.StreamMemory == 0 {
 		o.StreamMemory = 1 << 30
 	}
@@ -128,6 +137,9 @@ func (o *Options) validate() error {
 		errs = append(errs, fmt.Errorf("stream window %s: want at least %s (gRPC's write quota) and at most the stream memory, %s",
 			fmtBytes(o.StreamWindow), fmtBytes(grpcWriteQuota), fmtBytes(o.StreamMemory)))
 	}
+	if o.TicketTTL < 0 {
+		errs = append(errs, fmt.Errorf("ticket TTL %s: want a positive duration", o.TicketTTL))
+	}
 	if o.StallTimeout < 0 {
 		errs = append(errs, fmt.Errorf("stall timeout %s: want a positive duration", o.StallTimeout))
 	}
@@ -140,6 +152,7 @@ type Server struct {
 	opts     Options
 	store    *tables.Store
 	engine   QueryEngine // nil: only DDL and plain scans
+	rowwise  rowWiser    // the engine's, when it has one: queries split (queryplan.go)
 	prepared *preparedStore
 	budget   *budget
 	limits   *limiter
@@ -166,6 +179,9 @@ func New(store *tables.Store, engine QueryEngine, opts Options) (*Server, error)
 		budget: newBudget(opts.StreamMemory), limits: newLimiter(opts.Limits), stopping: make(chan struct{}), ticketKey: ticketKeyOf(opts.Auth)}
 	if engine != nil {
 		s.engine = limitedEngine{QueryEngine: engine, l: s.limits} // limits.go
+	}
+	if rw, ok := engine.(rowWiser); ok {
+		s.rowwise = rw
 	}
 	if err := s.registerSqlInfo(); err != nil {
 		return nil, err

@@ -59,14 +59,14 @@ func (s *Server) showInfo(ctx context.Context, st *planner.Statement, desc *flig
 	if err != nil {
 		return nil, err
 	}
-	raw, err := s.seal(ctx, &ticket{Kind: "show", SQL: st.SQL})
+	ep, err := s.endpoint(ctx, &ticket{Kind: "show", SQL: st.SQL})
 	if err != nil {
 		return nil, err
 	}
 	return &flight.FlightInfo{
 		Schema:           flight.SerializeSchema(showSchema(st.Show), s.opts.Mem),
 		FlightDescriptor: desc,
-		Endpoint:         []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: raw}}},
+		Endpoint:         []*flight.FlightEndpoint{ep},
 		TotalRecords:     int64(len(rows)),
 		TotalBytes:       -1,
 	}, nil

@@ -69,7 +69,8 @@ func (s *Server) execUpdate(ctx context.Context, st *planner.Statement, argRows 
 }
 
 // flightInfo plans st: DDL is applied now; a scan captures each bucket's
-// committed offsets; a query is described and runs at DoGet.
+// committed offsets; a query is described, its tables pinned, and it runs
+// at DoGet.
 func (s *Server) flightInfo(ctx context.Context, st *planner.Statement, handle string, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
 	switch st.Kind {
 	case planner.KindDDL, planner.KindInsert, planner.KindDelete, planner.KindUpdate:
@@ -100,30 +101,7 @@ func (s *Server) flightInfo(ctx context.Context, st *planner.Statement, handle s
 	if lp := s.planLookup(ctx, st); lp != nil {
 		return s.lookupInfo(ctx, lp, st.SQL, handle, desc)
 	}
-	schema, _, err := s.describe(ctx, st)
-	if err != nil {
-		return nil, err
-	}
-	if handle != "" {
-		if schema, err = s.preparedSchema(ctx, handle, schema); err != nil {
-			return nil, err
-		}
-	}
-	tk := &ticket{Kind: "query", SQL: st.SQL}
-	if handle != "" {
-		tk = &ticket{Kind: "prepared", Handle: handle}
-	}
-	raw, err := s.seal(ctx, tk)
-	if err != nil {
-		return nil, err
-	}
-	return &flight.FlightInfo{
-		Schema:           flight.SerializeSchema(schema, s.opts.Mem),
-		FlightDescriptor: desc,
-		Endpoint:         []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: raw}}},
-		TotalRecords:     -1,
-		TotalBytes:       -1,
-	}, nil
+	return s.queryInfo(ctx, st, handle, desc) // queryplan.go
 }
 
 // describe returns a statement's result and parameter schemas.
@@ -234,10 +212,6 @@ func (s *Server) servesPlain(ctx context.Context, ps *planner.PlainScan) bool {
 	return err == nil && layer != tables.LayerChangelog
 }
 
-// ticketFileBytes bounds the file paths of one scan ticket: a lake of many
-// files gets more endpoints.
-const ticketFileBytes = 32 << 10
-
 // scanInfo captures what a scan reads (tables.View: the lake snapshot's
 // data files and the log ranges above its offsets) and returns one
 // endpoint per group of parts, so clients fetch in parallel. The tickets
@@ -259,14 +233,12 @@ func (s *Server) scanInfo(ctx context.Context, ps *planner.PlainScan, desc *flig
 		return nil, err
 	}
 	var rows int64
-	var pathBytes int
 	for _, f := range files {
 		if f.Rows < 0 || rows < 0 {
 			rows = -1 // deletes: known once read
 		} else {
 			rows += f.Rows
 		}
-		pathBytes += len(f.Path)
 	}
 	for _, rg := range v.Ranges {
 		if rows >= 0 {
@@ -279,23 +251,16 @@ func (s *Server) scanInfo(ctx context.Context, ps *planner.PlainScan, desc *flig
 		TotalRecords:     scanRows(r, rows),
 		TotalBytes:       -1,
 	}
-	parts := len(files) + len(v.Ranges)
-	groups := min(parts, max(s.opts.MaxEndpoints, pathBytes/ticketFileBytes+1))
-	for g := 0; g < groups; g++ {
-		tk := &ticket{Kind: "scan", Table: r.def.ID, Schema: r.def.SchemaID, Cols: r.cols}
-		for i := g; i < parts; i += groups {
-			if i < len(files) {
-				tk.Snapshot = v.Lake.ID
-				tk.Files = append(tk.Files, files[i].Path)
-				continue
-			}
-			tk.Ranges = append(tk.Ranges, v.Ranges[i-len(files)])
+	for _, g := range endpointGroups(files, v.Ranges, s.opts.MaxEndpoints) { // queryplan.go
+		tk := &ticket{Kind: "scan", Table: r.def.ID, Schema: r.def.SchemaID, Cols: r.cols, Files: g.files, Ranges: g.ranges}
+		if len(g.files) > 0 {
+			tk.Snapshot = v.Lake.ID
 		}
-		raw, err := s.seal(ctx, tk)
+		ep, err := s.endpoint(ctx, tk)
 		if err != nil {
 			return nil, err
 		}
-		info.Endpoint = append(info.Endpoint, &flight.FlightEndpoint{Ticket: &flight.Ticket{Ticket: raw}})
+		info.Endpoint = append(info.Endpoint, ep)
 	}
 	return info, nil
 }
@@ -308,7 +273,7 @@ func (s *Server) scanInfo(ctx context.Context, ps *planner.PlainScan, desc *flig
 // neither (docs/flight.md, "Plain scans").
 func (s *Server) stateScanInfo(ctx context.Context, r *plainScan, v *tables.View, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
 	tk := &ticket{Kind: "scan", Table: r.def.ID, Schema: r.def.SchemaID, Cols: r.cols, State: true}
-	raw, err := s.seal(ctx, tk)
+	ep, err := s.endpoint(ctx, tk)
 	if err != nil {
 		return nil, err
 	}
@@ -317,7 +282,7 @@ func (s *Server) stateScanInfo(ctx context.Context, r *plainScan, v *tables.View
 		FlightDescriptor: desc,
 		TotalRecords:     scanRows(r, v.Rows()),
 		TotalBytes:       -1,
-		Endpoint:         []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: raw}}},
+		Endpoint:         []*flight.FlightEndpoint{ep},
 	}, nil
 }
 
@@ -361,7 +326,7 @@ func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flights
 		return nil, err
 	}
 	if pl := s.preparedPlan(ctx, p, h); pl != nil {
-		return pl.info(desc), nil // lookup_prepared.go
+		return s.preparedLookupInfo(ctx, pl, p, h, desc) // lookup_prepared.go
 	}
 	return s.flightInfo(ctx, p.stmt, h, desc)
 }

@@ -5,7 +5,9 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/lakestream/lakestream/planner"
 	"github.com/lakestream/lakestream/tables"
@@ -18,22 +20,36 @@ import (
 // and SQL that DoGet serves as they are, so one the node did not issue, or
 // one altered, is refused before anything in it is read. "user" binds a
 // ticket to the user that planned it (0: none, authentication off), and
-// DoGet checks the caller's privilege again (authorize.go). Tickets not
-// starting with the prefix are Flight SQL's own and go to its router.
+// DoGet checks the caller's privilege again (authorize.go). "exp" is when
+// it expires (Options.TicketTTL after planning). Tickets not starting with
+// "LSTK" are Flight SQL's own and go to its router; "LSTK2", the format
+// before expiry and self-contained queries, is refused as stale.
 //
-//	"LSTK2" | HMAC-SHA256(key, json) (32 bytes) | json
-//	json: {"kind":"scan","user":3,"table":12,"schema":0,"cols":[0,2],"ranges":[{"Bucket":0,"From":0,"To":4096}]}
-var ticketMagic = []byte("LSTK2")
+// A query ticket is self-contained (queryplan.go): the statement, its
+// bound parameters ("params", an Arrow IPC stream of one row) and the
+// pinned reads of its tables ("pins", tables.Pin), so that any connection
+// can run it, and the endpoints of a split query each read their part of
+// one capture.
+//
+//	"LSTK3" | HMAC-SHA256(key, json) (32 bytes) | json
+//	json: {"kind":"scan","user":3,"exp":1796650000,"table":12,"schema":0,"cols":[0,2],"ranges":[{"Bucket":0,"From":0,"To":4096}]}
+//	      {"kind":"query","exp":1796650000,"sql":"SELECT id FROM t WHERE v > ?","params":"/////...","pins":[{"table":12,"ranges":[...]}]}
+var ticketMagic = []byte("LSTK3")
+
+// ticketFamily is the prefix of every Lakestream ticket format.
+var ticketFamily = []byte("LSTK")
 
 const ticketMACBytes = sha256.Size
 
 const maxTicketBytes = 64 << 10
 
 type ticket struct {
-	Kind string `json:"kind"` // "scan", "query", "prepared", "lookup" (SQL, or Handle when prepared), "changes" (Ranges' To is -1: unbounded) or "show"
+	Kind string `json:"kind"` // "scan", "query", "lookup" (SQL, or Handle when prepared), "changes" (Ranges' To is -1: unbounded) or "show"
 	// User is the ID of the user that planned the ticket, the only one
 	// that may use it; 0 for none.
 	User int64 `json:"user,omitempty"`
+	// Exp is when the ticket expires, in Unix seconds.
+	Exp int64 `json:"exp"`
 	// scan
 	Table  int64          `json:"table,omitempty"`
 	Schema int32          `json:"schema,omitempty"`
@@ -51,11 +67,31 @@ type ticket struct {
 	Where []planner.Condition `json:"where,omitempty"`
 	// query
 	SQL string `json:"sql,omitempty"`
-	// prepared
+	// Params are a query's bound parameters: an Arrow IPC stream of one
+	// row (params.go), none when empty.
+	Params []byte `json:"params,omitempty"`
+	// Pins are the reads of a query's tables as planned; a table without
+	// one (a primary-key table's state, a system table) is read as it is
+	// at DoGet.
+	Pins []tables.Pin `json:"pins,omitempty"`
+	// lookup of a prepared statement
 	Handle string `json:"handle,omitempty"`
 }
 
-func isLakestreamTicket(b []byte) bool { return bytes.HasPrefix(b, ticketMagic) }
+func isLakestreamTicket(b []byte) bool {
+	return len(b) >= len(ticketMagic) && bytes.HasPrefix(b, ticketFamily)
+}
+
+// errTicketExpired is the error of a ticket used after its expiry.
+var errTicketExpired = errors.New("ticket expired")
+
+// checkExpiry refuses a ticket expired at now.
+func (t *ticket) checkExpiry(now time.Time) error {
+	if now.Unix() > t.Exp {
+		return fmt.Errorf("%w at %s: plan the query again (GetFlightInfo)", errTicketExpired, time.Unix(t.Exp, 0).UTC().Format(time.RFC3339))
+	}
+	return nil
+}
 
 // encode returns the ticket signed with key.
 func (t *ticket) encode(key []byte) ([]byte, error) {
@@ -81,6 +117,9 @@ func decodeTicket(key, b []byte) (*ticket, error) {
 	if len(b) > maxTicketBytes {
 		return nil, fmt.Errorf("%w: ticket of %d bytes, over the %d-byte limit", errInvalid, len(b), maxTicketBytes)
 	}
+	if !bytes.HasPrefix(b, ticketMagic) {
+		return nil, fmt.Errorf("%w: ticket of an older format (%.5q) than this node serves (%s): plan the query again", errInvalid, b, ticketMagic)
+	}
 	rest := bytes.TrimPrefix(b, ticketMagic)
 	if len(rest) < ticketMACBytes || !hmac.Equal(rest[:ticketMACBytes], ticketMAC(key, rest[ticketMACBytes:])) {
 		return nil, errForgedTicket
@@ -90,7 +129,7 @@ func decodeTicket(key, b []byte) (*ticket, error) {
 		return nil, fmt.Errorf("%w: malformed ticket: %v", errInvalid, err)
 	}
 	switch t.Kind {
-	case "scan", "query", "prepared", "changes", "show", "lookup":
+	case "scan", "query", "changes", "show", "lookup":
 	default:
 		return nil, fmt.Errorf("%w: ticket of unknown kind %q", errInvalid, t.Kind)
 	}

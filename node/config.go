@@ -95,6 +95,9 @@ type Config struct {
 	// has read nothing for this long while results wait, and a stream that
 	// has waited this long for room in StreamMemory. Default 5m.
 	StallTimeout time.Duration
+	// TicketTTL is how long the tickets of a FlightInfo may be used
+	// (docs/flight.md, "Tickets"). Default 1h.
+	TicketTTL time.Duration
 	// WriterExpiry is how long a table keeps the state of an idempotent
 	// writer after its last call (docs/flight.md, "Idempotent writes").
 	// Default 7 days.
@@ -194,6 +197,9 @@ func (c *Config) EnsureDefaults() {
 	if c.StallTimeout == 0 {
 		c.StallTimeout = 5 * time.Minute
 	}
+	if c.TicketTTL == 0 {
+		c.TicketTTL = time.Hour
+	}
 	if c.WriterExpiry == 0 {
 		c.WriterExpiry = 7 * 24 * time.Hour
 	}
@@ -287,7 +293,7 @@ func (c *Config) validateLimits() []error {
 	} else if w < 64<<10 || (budget > 0 && w > budget) {
 		errs = append(errs, fmt.Errorf("stream window %q: want at least 64KiB (gRPC's own window) and at most the stream memory", c.StreamWindow))
 	}
-	for name, d := range map[string]time.Duration{"query timeout": c.QueryTimeout, "stall timeout": c.StallTimeout, "writer expiry": c.WriterExpiry} {
+	for name, d := range map[string]time.Duration{"query timeout": c.QueryTimeout, "stall timeout": c.StallTimeout, "ticket TTL": c.TicketTTL, "writer expiry": c.WriterExpiry} {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s %s: want a positive duration", name, d))
 		}

@@ -174,6 +174,7 @@ func (n *Node) open(ctx context.Context) error {
 		StreamMemory: streamMemory,
 		StreamWindow: streamWindow,
 		StallTimeout: cfg.StallTimeout,
+		TicketTTL:    cfg.TicketTTL,
 		SlowQuery:    cfg.SlowQuery,
 		Observer:     n.mon,
 		Auth:         n.sec.auth,

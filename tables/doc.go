@@ -17,7 +17,8 @@
 //     and every reader goes through it: plain scans (the stored bytes, for
 //     the zero-copy Flight path), the query engine (scan.Table, through
 //     Store.Table), "t$lake", "t$changelog" (changelog.go) and subscription
-//     starts (start.go, follow.go, history.go).
+//     starts (start.go, follow.go, history.go). A Pin (pin.go) is a view
+//     that travels in a Flight ticket and is read later, or in parts.
 //   - Primary-key tables (pk*.go): a write is an upsert by key through the
 //     table's merge engine (tables/merge) that appends the changes it makes
 //     (+I, -U/+U, -D) to the log, then updates the table's key index

@@ -53,7 +53,9 @@ type View struct {
 	Ranges []Range
 
 	lake TableLake // the lake Lake came from
-	def  *catalog.Table
+	// files, when set, are the only data files of Lake read (a Pin's)
+	files []string
+	def   *catalog.Table
 	// pk is the state of a primary-key table a LayerTable read sees: its
 	// Ranges hold the changelog, of which the read returns the live
 	// records (one per live key). nil for log tables and other layers.
@@ -187,7 +189,11 @@ func (v *View) Plan(ctx context.Context, req scan.Request) (scan.Plan, error) {
 		return nil, fmt.Errorf("scan %s: %w", name, err)
 	}
 	var parts []scan.Part
-	if v.Lake.ID != 0 {
+	switch {
+	case v.Lake.ID != 0 && v.files != nil:
+		// Read whole, unpruned: the engine applies the filters again.
+		parts = []scan.Part{filesPart{lake: v.lake, snapshot: v.Lake.ID, paths: v.files, cols: scan.Columns(req.Columns, v.Schema().NumFields())}}
+	case v.Lake.ID != 0:
 		if parts, err = v.lake.Parts(ctx, v.Lake.ID, req, v.live()); err != nil {
 			return nil, err
 		}
@@ -234,7 +240,7 @@ func (v *View) Read(ctx context.Context, cols []int, send func(arrow.RecordBatch
 }
 
 // layerTable is a layer of a table as the query engine sees it: each Plan
-// captures a View.
+// captures a View, or reads the one pinned for it (WithPins).
 type layerTable struct {
 	t     *Table
 	layer Layer
@@ -244,6 +250,13 @@ func (l layerTable) Name() string          { return l.t.Name() + l.layer.suffix(
 func (l layerTable) Schema() *arrow.Schema { return layerSchema(l.t.Def(), l.layer) }
 
 func (l layerTable) Plan(ctx context.Context, req scan.Request) (scan.Plan, error) {
+	if p, ok := pinOf(ctx, l.t.Def().ID, l.layer); ok {
+		v, err := l.t.Pinned(p)
+		if err != nil {
+			return nil, err
+		}
+		return v.Plan(ctx, req)
+	}
 	v, err := l.t.Capture(ctx, l.layer)
 	if err != nil {
 		return nil, err
@@ -297,6 +310,7 @@ func (s *Store) Table(ctx context.Context, db, name string) (scan.Table, error) 
 	if err != nil {
 		return nil, err
 	}
+	recordResolved(ctx, t, layer)
 	return layerTable{t, layer}, nil
 }
 

@@ -76,6 +76,7 @@ func loadConfig(args []string, env func(string) (string, bool)) (serveConfig, er
 	fs.StringVar(&cfg.StreamMemory, "stream-memory", "20%", "memory budget of all result streams (scans, queries, subscriptions): a size or a percentage of memory")
 	fs.StringVar(&cfg.StreamWindow, "stream-window", "4MiB", "results one stream may produce ahead of its client before it waits")
 	fs.DurationVar(&cfg.StallTimeout, "stall-timeout", 5*time.Minute, "cut off a stream whose client reads nothing for this long, or that waits this long for stream memory")
+	fs.DurationVar(&cfg.TicketTTL, "ticket-ttl", time.Hour, "how long the endpoints (tickets) a query plan returns may be read")
 	fs.DurationVar(&cfg.WriterExpiry, "writer-expiry", 7*24*time.Hour, "forget an idempotent writer (lakestream-writer-id) idle for this long")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "server log format: text (key=value) or json (one object a line)")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "server log level: debug (every request), info, warn (failed and slow requests) or error")

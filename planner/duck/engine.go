@@ -44,6 +44,8 @@ type Engine struct {
 	conns sync.WaitGroup
 	// parsers are idle prepared json_serialize_sql connections (parser.go).
 	parsers chan *parser
+	// scalars are the names of DuckDB's scalar functions (rowwise.go).
+	scalars scalarNames
 	// watchdog is the memory watchdog (memlimit.go); nil without
 	// QueryMemoryLimit. Close closes done and waits for stopped.
 	watchdog *struct{ done, stopped chan struct{} }
