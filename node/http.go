@@ -14,7 +14,8 @@ import (
 	"github.com/lakestream/lakestream/catalog"
 )
 
-// httpHandler serves /metrics (Prometheus), /healthz and a status page.
+// httpHandler serves /metrics (Prometheus), /healthz, a status page and
+// the Iceberg REST catalog (/iceberg/v1/…).
 //
 // /metrics answers what it can: every table has a label value of its own
 // (tableLabels), a metric that cannot be built is reported to the
@@ -35,6 +36,7 @@ func (n *Node) httpHandler() http.Handler {
 	mux.HandleFunc("/healthz", n.healthz)
 	mux.HandleFunc("/{$}", n.statusPage)
 	mux.HandleFunc("/status.json", n.statusJSON)
+	mux.Handle("/iceberg/", n.icebergREST()) // icebergrest.go
 	return mux
 }
 

@@ -79,3 +79,17 @@ func (h lakeReader) ReadFiles(ctx context.Context, snapshot int64, paths []strin
 	}
 	return nil
 }
+
+// Metadata returns the Iceberg metadata of the lake table of the table with
+// id as Lakestream last committed or loaded it (the state reads capture),
+// and its metadata file's location; ok is false when the table has no lake
+// here (it does not tier, or its lake is quarantined). The node's Iceberg
+// REST catalog serves it (docs/lake.md).
+func (s *Service) Metadata(id int64) (location string, md table.Metadata, ok bool) {
+	lt := s.lookup(id)
+	if lt == nil {
+		return "", nil, false
+	}
+	st := lt.state.Load()
+	return st.tbl.MetadataLocation(), st.tbl.Metadata(), true
+}

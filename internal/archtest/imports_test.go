@@ -71,6 +71,13 @@ var onlyImports = map[string]map[string]string{
 		"catalog": "users and their password hashes are stored in the catalog; the user DDL is parsed there",
 		"audit":   "logins and failed logins are recorded in the audit log",
 	},
+	// The Iceberg REST catalog serves the lake's metadata, which the node
+	// hands it through an interface: it knows nothing of tiering, tables
+	// or SQL.
+	"icebergrest": {
+		"auth":    "every request is authorized as Flight SQL calls are (auth.Authorize)",
+		"catalog": "the namespaces and tables listed are the catalog's",
+	},
 	// The audit log is a file and a ring of events: it knows nothing of
 	// who records them (auth, flightsrv) or of the table node serves them as.
 	"audit": {},
