@@ -58,7 +58,8 @@ func toStatus(err error) error {
 	case errors.Is(err, catalog.ErrTableExists), errors.Is(err, catalog.ErrDatabaseExists),
 		errors.Is(err, catalog.ErrColumnExists):
 		code = codes.AlreadyExists
-	case errors.Is(err, catalog.ErrDatabaseNotEmpty):
+	case errors.Is(err, catalog.ErrDatabaseNotEmpty), errors.Is(err, tables.ErrHistoryUnavailable):
+		// The lake cannot give that history; a later start can (docs/lake.md).
 		code = codes.FailedPrecondition
 	case errors.Is(err, tables.ErrWriterSequence):
 		code = codes.FailedPrecondition // the writer's sequence went wrong: retrying the same call does not help
@@ -78,7 +79,7 @@ func toStatus(err error) error {
 		code = codes.Aborted // concurrent writes kept changing the rows: run the statement again
 	case errors.Is(err, tables.ErrSchemaChanged):
 		code = codes.Aborted // retry the write: it is conformed to the new definition
-	case errors.Is(err, tables.ErrCaptureRace), errors.Is(err, tables.ErrKeyIndexRebuilding), errors.Is(err, tables.ErrReplicaUnavailable):
+	case errors.Is(err, tables.ErrCaptureRace), errors.Is(err, tables.ErrLakeSnapshotGone), errors.Is(err, tables.ErrKeyIndexRebuilding), errors.Is(err, tables.ErrReplicaUnavailable):
 		code = codes.Unavailable // retry the same call
 	case errors.Is(err, columnarlog.ErrCorrupt):
 		code = codes.DataLoss // stored data is damaged: a retry meets the same damage

@@ -1,6 +1,7 @@
 package tables
 
 import (
+	"errors"
 	"context"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -151,3 +152,14 @@ func (t *Table) Tiered() []int64 {
 	}
 	return nil
 }
+
+// ErrHistoryUnavailable is returned for a changelog below the retained log
+// that the lake cannot give exactly: a file rewritten by another engine has
+// no row map, or compaction collapsed the range. Retrying does not help; a
+// start at or above the retained log, or above the offset the error names,
+// does (docs/lake.md).
+var ErrHistoryUnavailable = errors.New("the lake does not hold this history")
+
+// ErrLakeSnapshotGone is returned for a read planned on a lake snapshot
+// that maintenance expired since: the read is to be planned again.
+var ErrLakeSnapshotGone = errors.New("lake snapshot no longer kept")

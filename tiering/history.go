@@ -2,7 +2,6 @@ package tiering
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -34,7 +33,7 @@ type lakeReader struct {
 }
 
 // errNoHistory reports lake rows whose log positions are unknown.
-var errNoHistory = errors.New("the lake does not hold this history")
+var errNoHistory = tables.ErrHistoryUnavailable
 
 // historyPiece is a run of one bucket's rows in one data file.
 type historyPiece struct {
@@ -52,6 +51,15 @@ func (h lakeReader) pieces(ctx context.Context, st *lakeState, bucket int, from,
 		return nil, nil, nil
 	}
 	tasks, err := st.tbl.Scan().PlanFiles(ctx)
+	if err != nil && notExist(err) {
+		// Maintenance by another engine deleted a manifest: read the
+		// metadata again (a rewrite keeps the rows; its files' row maps
+		// are checked below).
+		if st, err = h.s.refresh(ctx, h.lt, st); err != nil {
+			return nil, nil, err
+		}
+		tasks, err = st.tbl.Scan().PlanFiles(ctx)
+	}
 	if err != nil {
 		return nil, nil, err
 	}

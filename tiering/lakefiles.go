@@ -37,14 +37,11 @@ func (h lakeReader) Snapshot() tables.LakeSnapshot {
 
 // Files implements tables.TableLake.
 func (h lakeReader) Files(ctx context.Context, snapshot int64) ([]tables.LakeFile, error) {
-	st := h.lt.state.Load()
-	if st.tbl.SnapshotByID(snapshot) == nil {
-		return nil, fmt.Errorf("lake snapshot %d of %s is no longer kept (expired by maintenance): plan the scan again", snapshot, h.lt.t.Name())
-	}
-	tasks, err := st.tbl.Scan(table.WithSnapshotID(snapshot)).PlanFiles(ctx)
+	r, err := h.planSnapshot(ctx, snapshot, nil, nil)
 	if err != nil {
-		return nil, fmt.Errorf("plan lake snapshot %d of %s: %w", snapshot, h.lt.t.Name(), err)
+		return nil, err
 	}
+	tasks := r.tasks
 	files := make([]tables.LakeFile, len(tasks))
 	for i, task := range tasks {
 		files[i] = tables.LakeFile{Path: task.File.FilePath(), Rows: task.File.Count()}

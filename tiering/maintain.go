@@ -261,7 +261,7 @@ func (s *Service) compact(ctx context.Context, tbl *table.Table, m Maintenance) 
 		return tbl, 0, err
 	}
 	tx := tbl.NewTransaction()
-	if err := tx.ReplaceDataFilesWithDataFiles(ctx, old, added, nil, table.WithoutAutoNameMapping()); err != nil {
+	if err := tx.ReplaceDataFilesWithDataFiles(ctx, old, added, iceberg.Properties{offsetsKey: tbl.Properties()[offsetsKey]}, table.WithoutAutoNameMapping()); err != nil {
 		w.abort()
 		return tbl, 0, err
 	}

@@ -77,7 +77,7 @@ func (s *Service) compactPK(ctx context.Context, lt *lakeTable, st *lakeState, m
 		}
 	}
 	tx := tbl.NewTransaction()
-	if err := tx.ReplaceFiles(ctx, old, added, dropDels, nil, table.WithoutAutoNameMapping()); err != nil {
+	if err := tx.ReplaceFiles(ctx, old, added, dropDels, ownSnapshot(st), table.WithoutAutoNameMapping()); err != nil {
 		w.abort()
 		return st, 0, err
 	}

@@ -90,7 +90,7 @@ func (s *Service) mergePKDeletes(ctx context.Context, st *lakeState, m Maintenan
 		}
 	}
 	tx := tbl.NewTransaction()
-	if err := tx.ReplaceFilesWithDeleteFiles(ctx, nil, nil, removed, added, nil, table.WithoutAutoNameMapping()); err != nil {
+	if err := tx.ReplaceFilesWithDeleteFiles(ctx, nil, nil, removed, added, ownSnapshot(st), table.WithoutAutoNameMapping()); err != nil {
 		w.abort()
 		return st, 0, err
 	}
@@ -235,7 +235,7 @@ func (s *Service) mergePKFiles(ctx context.Context, st *lakeState, m Maintenance
 		}
 	}
 	tx := tbl.NewTransaction()
-	if err := tx.ReplaceFiles(ctx, old, added, dropDels, nil, table.WithoutAutoNameMapping()); err != nil {
+	if err := tx.ReplaceFiles(ctx, old, added, dropDels, ownSnapshot(st), table.WithoutAutoNameMapping()); err != nil {
 		w.abort()
 		return st, 0, err
 	}
@@ -244,7 +244,7 @@ func (s *Service) mergePKFiles(ctx context.Context, st *lakeState, m Maintenance
 		for i, d := range dels {
 			delFiles[i] = d.df
 		}
-		if err := tx.NewRowDelta(nil).AddDeletes(delFiles...).Commit(ctx); err != nil {
+		if err := tx.NewRowDelta(ownSnapshot(st)).AddDeletes(delFiles...).Commit(ctx); err != nil {
 			w.abort()
 			return st, 0, err
 		}

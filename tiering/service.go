@@ -117,6 +117,10 @@ type lakeTable struct {
 	lastCommitNs atomic.Int64 // duration of the last commit
 	lastErr      atomic.Pointer[string]
 	conflicts    atomic.Int64
+	// foreign is set while the Iceberg table's current snapshot is
+	// another engine's (ErrForeignSnapshot): rounds check the catalog again
+	// before writing anything (foreign.go).
+	foreign atomic.Bool
 }
 
 // lakeState is an Iceberg table as last loaded or committed, with the
@@ -282,6 +286,9 @@ func (s *Service) recordCreated(ctx context.Context, def *catalog.Table, created
 // its tiered offsets and, for a primary-key table, the lake's state
 // rebuilt from its files.
 func (s *Service) newState(ctx context.Context, tbl *table.Table, t *tables.Table) (*lakeState, error) {
+	if err := checkForeign(tbl, t.Def().FullName(), t.Def().HasPrimaryKey()); err != nil {
+		return nil, err
+	}
 	o, err := parseOffsets(tbl.Properties()[offsetsKey], t.Def().Options.BucketNum)
 	if err != nil {
 		return nil, err

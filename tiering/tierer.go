@@ -83,7 +83,10 @@ func (s *Service) reload(ctx context.Context, lt *lakeTable) error {
 		return fmt.Errorf("reload lake table %s: %w", lt.t.Name(), err)
 	}
 	st, err := s.newState(ctx, tbl, lt.t)
+	lt.foreign.Store(errors.Is(err, ErrForeignSnapshot))
 	if err != nil {
+		// The state kept is the last one Lakestream committed or loaded:
+		// reads go on there, never merging another engine's rows.
 		return fmt.Errorf("lake table %s: %w", lt.t.Name(), err)
 	}
 	lt.state.Store(st)
@@ -91,6 +94,13 @@ func (s *Service) reload(ctx context.Context, lt *lakeTable) error {
 }
 
 func (s *Service) tryRound(ctx context.Context, lt *lakeTable) (RoundResult, error) {
+	if lt.foreign.Load() {
+		// Stopped by another engine's snapshot: write nothing until the
+		// catalog shows it undone.
+		if err := s.reload(ctx, lt); err != nil {
+			return RoundResult{}, err
+		}
+	}
 	t := lt.t
 	def := t.Def()
 	st := lt.state.Load()
@@ -179,9 +189,16 @@ func (s *Service) commitRound(ctx context.Context, lt *lakeTable, tx *table.Tran
 	next, err = tx.Commit(ctx)
 	res.Commit = time.Since(start)
 	if err != nil && !errors.Is(err, table.ErrCommitFailed) {
-		if rerr := s.reload(ctx, lt); rerr == nil && equalOffsets(lt.state.Load().offsets, res.To) {
+		rerr := s.reload(ctx, lt)
+		if rerr == nil && equalOffsets(lt.state.Load().offsets, res.To) {
 			s.cfg.Logger.Warn("tiering commit reported an error but is in the table", "table", name, "error", err)
 			return nil, nil
+		}
+		if errors.Is(rerr, ErrForeignSnapshot) {
+			// Another engine committed: nothing of this round is in the
+			// table (its files are orphans), and the table says why.
+			w.abort()
+			return nil, rerr
 		}
 		return nil, fmt.Errorf("tier %s: commit: %w", name, err)
 	}

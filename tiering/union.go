@@ -49,13 +49,29 @@ type snapshotRead struct {
 // again, and a file read whole can be cached whole. Columns added after the
 // snapshot are not in its schema: they are not read, and come back as nulls
 // (conformLakeRecord), and filters on them prune nothing.
+//
+// A manifest found missing (another engine's maintenance deleted it) makes
+// it read the table's metadata again and plan once more (refresh), so that
+// external maintenance does not make reads fail.
 func (h lakeReader) planSnapshot(ctx context.Context, snapshot int64, cols []int, filters []scan.Filter) (*snapshotRead, error) {
 	st := h.lt.state.Load()
-	t := h.lt.t
-	snap := st.tbl.SnapshotByID(snapshot)
-	if snap == nil {
-		return nil, fmt.Errorf("lake snapshot %d of %s is no longer kept (expired by maintenance): plan the scan again", snapshot, t.Name())
+	r, err := h.planSnapshotOf(ctx, st, snapshot, cols, filters)
+	if err != nil && notExist(err) {
+		if st, err = h.s.refresh(ctx, h.lt, st); err != nil {
+			return nil, err
+		}
+		r, err = h.planSnapshotOf(ctx, st, snapshot, cols, filters)
 	}
+	return r, err
+}
+
+func (h lakeReader) planSnapshotOf(ctx context.Context, st *lakeState, snapshot int64, cols []int, filters []scan.Filter) (*snapshotRead, error) {
+	t := h.lt.t
+	snap, err := readSnapshot(st, snapshot, t.Name())
+	if err != nil {
+		return nil, err
+	}
+	snapshot = snap.SnapshotID
 	snapSchema := st.tbl.Schema()
 	for _, sc := range st.tbl.Metadata().Schemas() {
 		if snap.SchemaID != nil && sc.ID == *snap.SchemaID {
