@@ -1,8 +1,8 @@
 package tables
 
 import (
-	"errors"
 	"context"
+	"errors"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
