@@ -35,6 +35,8 @@ func TestToStatus(t *testing.T) {
 		{wrap(catalog.ErrDatabaseExists), codes.AlreadyExists},
 		{wrap(catalog.ErrColumnExists), codes.AlreadyExists},
 		{wrap(catalog.ErrDatabaseNotEmpty), codes.FailedPrecondition},
+		{wrap(tables.ErrHistoryUnavailable), codes.FailedPrecondition},
+		{wrap(tables.ErrLakeSnapshotGone), codes.Unavailable},
 		{wrap(&tables.SchemaError{Table: "t", Column: "c", Msg: "bad"}), codes.InvalidArgument},
 		{&catalog.SyntaxError{Pos: 1, Msg: "expected x"}, codes.InvalidArgument},
 		{wrap(catalog.ErrInvalid), codes.InvalidArgument},

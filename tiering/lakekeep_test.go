@@ -15,8 +15,11 @@ import (
 	"github.com/apache/iceberg-go/table"
 )
 
-// writePosDeletes commits, as another engine would, a position delete file
-// deleting rows pos of the data file of task.
+// writePosDeletes commits a position delete file deleting rows pos of the
+// data file of task, written outside Lakestream's rounds, in a snapshot
+// marked as Lakestream's (ownSnapshot) so that the check of foreign
+// snapshots (foreign.go, tested in foreign_test.go) lets it through: what
+// is tested here is the reading of such deletes.
 func writePosDeletes(t *testing.T, e *lakeEnv, lt *lakeTable, task table.FileScanTask, pos []int64) {
 	t.Helper()
 	ctx := context.Background()
@@ -75,7 +78,7 @@ func writePosDeletes(t *testing.T, e *lakeEnv, lt *lakeTable, task table.FileSca
 			t.Fatal(err)
 		}
 	}
-	if err := tx.NewRowDelta(nil).AddDeletes(db.Build()).Commit(ctx); err != nil {
+	if err := tx.NewRowDelta(ownSnapshot(lt.state.Load())).AddDeletes(db.Build()).Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tx.Commit(ctx); err != nil {
@@ -126,10 +129,12 @@ func TestLakeReadAppliesPositionDeletes(t *testing.T) {
 	}
 }
 
-// writeForeignFile commits, as another engine would, a data file without
-// a row map holding the rows of rec (in the Iceberg table's columns).
-// writeForeignFile commits, as another engine would, a data file without
-// a row map holding rec, and returns the error of reloading the lake.
+// writeForeignFile commits a data file without a row map holding rec (in
+// the Iceberg table's columns), and returns the error of reloading the
+// lake. Its snapshot is marked as Lakestream's (ownSnapshot), as files
+// without a row map may be in Lakestream's snapshots (a table another
+// engine rewrote, with a "replace"): another engine's own append is
+// refused before its files are looked at (foreign_test.go).
 func writeForeignFile(t *testing.T, e *lakeEnv, lt *lakeTable, rec arrow.RecordBatch) error {
 	t.Helper()
 	ctx := context.Background()
@@ -181,7 +186,7 @@ func writeForeignFile(t *testing.T, e *lakeEnv, lt *lakeTable, rec arrow.RecordB
 		t.Fatal(err)
 	}
 	tx := tbl.NewTransaction()
-	if err := tx.NewRowDelta(nil).AddRows(df).Commit(ctx); err != nil {
+	if err := tx.NewRowDelta(ownSnapshot(lt.state.Load())).AddRows(df).Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tx.Commit(ctx); err != nil {
