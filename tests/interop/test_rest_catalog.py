@@ -104,7 +104,7 @@ def wait_tiered(c, node, table, timeout=60):
     st = []
     while time.monotonic() < deadline:
         st = [r for r in query(c, "SELECT * FROM lakestream.tiering").to_pylist() if r["table_name"] == table]
-        if st and all(r["lag_rows"] == 0 and r["tiered_offset"] > 0 for r in st[:1]) and all(r["lag_rows"] == 0 for r in st):
+        if st and sum(r["tiered_offset"] for r in st) > 0 and all(r["lag_rows"] == 0 for r in st):
             return
         time.sleep(0.2)  # polling the tiering state: there is no event to wait on
     pytest.fail(f"{table}: lake did not catch up in {timeout} s: {st}\n{node.tail(30)}")
@@ -161,10 +161,13 @@ def spark(node):
         from pyspark.sql import SparkSession
     except ImportError as e:
         need(f"pyspark ({e})")
-    jars = sorted(glob.glob(os.path.join(SPARK_JARS, "iceberg-spark-runtime*.jar")))
-    if not jars:
-        need(f"the Iceberg Spark runtime jar in {SPARK_JARS}")
+    jars = sorted(glob.glob(os.path.join(SPARK_JARS, "*.jar")))
+    names = " ".join(os.path.basename(j) for j in jars)
+    if "iceberg-spark-runtime" not in names or "sqlite-jdbc" not in names:
+        need(f"the Iceberg Spark runtime and SQLite JDBC jars in {SPARK_JARS} (found: {names or 'none'})")
+    data = os.path.realpath(node.data_dir)
     cat = "spark.sql.catalog.lake"
+    jdbc = "spark.sql.catalog.lakestream"  # JdbcCatalog, which writes: the other engine of the last tests (its name is the SQL catalog's)
     spark = (SparkSession.builder.master("local[1]").appName("rest-catalog")
              .config("spark.jars", ",".join(jars))
              .config("spark.driver.memory", "768m")
@@ -177,6 +180,13 @@ def spark(node):
              .config(f"{cat}.uri", f"http://127.0.0.1:{node.http_port}/iceberg")
              .config(f"{cat}.header.Authorization", basic("admin", ADMIN_PASSWORD))
              .config(f"{cat}.cache-enabled", "false")
+             .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
+             .config(jdbc, "org.apache.iceberg.spark.SparkCatalog")
+             .config(f"{jdbc}.catalog-impl", "org.apache.iceberg.jdbc.JdbcCatalog")
+             .config(f"{jdbc}.uri", f"jdbc:sqlite:{data}/iceberg.db")
+             .config(f"{jdbc}.jdbc.schema-version", "V1")
+             .config(f"{jdbc}.warehouse", f"file://{data}/warehouse")
+             .config(f"{jdbc}.cache-enabled", "false")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     yield spark
@@ -218,3 +228,70 @@ def test_pyiceberg_writes_are_refused(node, loaded):
     with pytest.raises(ForbiddenError, match="read-only"):
         cat.drop_table("default.ev")
     assert lake_rows(loaded, "default.ev").num_rows == 20001
+
+
+# ---------------------------------------------------------------- another engine writing to the lake
+# (docs/lake.md, "Other engines and the lake"): Spark through Iceberg's
+# JdbcCatalog on the node's iceberg.db, which, unlike the REST catalog,
+# lets it commit.
+
+def count(c, sql):
+    return query(c, sql).column(0)[0].as_py()
+
+
+def wait_for(what, check, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = check()
+        if got:
+            return got
+        time.sleep(0.2)  # polling the node's state: there is no event to wait on
+    pytest.fail(f"{what}: not within {timeout} s")
+
+
+def last_error(c, table):
+    rows = [r for r in query(c, "SELECT * FROM lakestream.tiering").to_pylist() if r["table_name"] == table]
+    return rows[0]["last_error"] if rows else None
+
+
+def test_spark_append_is_never_merged(node, loaded, spark):
+    c = loaded
+    query(c, "CREATE TABLE ext_a (id BIGINT, v VARCHAR) WITH ('bucket.num'='2', 'datalake.freshness'='1s')")
+    query(c, "INSERT INTO ext_a SELECT range, 'v' || range FROM range(1000)")
+    wait_tiered(c, node, "default.ext_a")
+    mine = rest_catalog(node, "admin", ADMIN_PASSWORD).load_table("default.ext_a").current_snapshot().snapshot_id
+    # The failure: Spark appends the lake's own rows again.
+    spark.sql("INSERT INTO lakestream.default.ext_a SELECT * FROM lakestream.default.ext_a").collect()
+    assert spark.table("lakestream.default.ext_a").count() == 2000
+    query(c, "INSERT INTO ext_a SELECT range, 'v' || range FROM range(1000, 1100)")
+    err = wait_for("the round to refuse the foreign snapshot",
+                   lambda: (e := last_error(c, "default.ext_a")) and "not written by Lakestream" in e and e)
+    assert "rollback_to_snapshot" in err and str(mine) in err, err
+    # Not merged: every id once, the new ones from the log.
+    assert count(c, "SELECT count(*) FROM ext_a") == 1100
+    assert count(c, "SELECT count(DISTINCT id) FROM ext_a") == 1100
+    assert count(c, 'SELECT count(*) FROM "ext_a$lake"') == 1000
+    # Rolled back as the error says, tiering goes on.
+    spark.sql(f"CALL lakestream.system.rollback_to_snapshot('default.ext_a', {mine})").collect()
+    wait_for("tiering after the rollback", lambda: count(c, 'SELECT count(*) FROM "ext_a$lake"') == 1100)
+    assert last_error(c, "default.ext_a") in (None, "")
+    assert count(c, "SELECT count(*) FROM ext_a") == 1100
+
+
+def test_spark_rewrite_and_expire_never_fail_reads(node, loaded, spark):
+    c = loaded
+    query(c, "CREATE TABLE ext_m (id BIGINT, v VARCHAR) WITH ('bucket.num'='2', 'datalake.freshness'='1s')")
+    for i in range(4):
+        query(c, f"INSERT INTO ext_m SELECT range, 'v' || range FROM range({i * 1000}, {(i + 1) * 1000})")
+        wait_tiered(c, node, "default.ext_m")
+    assert count(c, 'SELECT count(*) FROM "ext_m$lake"') == 4000
+    spark.sql("CALL lakestream.system.rewrite_data_files(table => 'default.ext_m', options => map('min-input-files', '2'))").collect()
+    spark.sql("CALL lakestream.system.expire_snapshots(table => 'default.ext_m', older_than => current_timestamp(), retain_last => 1)").collect()
+    # The snapshot the node had read is gone with its files: reads reload.
+    assert count(c, "SELECT count(*) FROM ext_m") == 4000
+    assert count(c, "SELECT count(DISTINCT id) FROM ext_m") == 4000
+    assert count(c, 'SELECT count(*) FROM "ext_m$lake"') == 4000
+    query(c, "INSERT INTO ext_m SELECT range, 'w' FROM range(4000, 4100)")
+    wait_tiered(c, node, "default.ext_m")
+    assert count(c, 'SELECT count(*) FROM "ext_m$lake"') == 4100
+    assert last_error(c, "default.ext_m") in (None, "")
