@@ -120,13 +120,21 @@ func notExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
 
 // refresh reads the table's Iceberg state back from the catalog for a
 // reader that found a file of its state missing, unless the committer
-// stored a newer state meanwhile. A foreign snapshot keeps the state.
+// stored a newer state meanwhile. A foreign snapshot keeps the state
+// (checkForeign).
 func (s *Service) refresh(ctx context.Context, lt *lakeTable, seen *lakeState) (*lakeState, error) {
 	tbl, err := s.cat.LoadTable(ctx, lt.ident)
 	if err != nil {
 		return nil, fmt.Errorf("reload lake table %s: %w", lt.t.Name(), err)
 	}
 	st, err := s.newState(ctx, tbl, lt.t)
+	if errors.Is(err, ErrForeignSnapshot) {
+		// Not merged: the read goes on at the state it had, and the
+		// committer stops at its next round.
+		lt.foreign.Store(true)
+		s.cfg.Logger.Warn("lake table has a snapshot another engine wrote; it is not read", "table", lt.t.Name(), "error", err)
+		return seen, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("lake table %s: %w", lt.t.Name(), err)
 	}
