@@ -219,3 +219,19 @@ func TestIcebergRESTCatalog(t *testing.T) {
 		t.Errorf("alice HEAD ev: %d, want 204", code)
 	}
 }
+
+// With authentication off (a loopback node) the REST catalog answers
+// without credentials, as the anonymous superuser: every tiered table.
+func TestIcebergRESTAuthOff(t *testing.T) {
+	n, cancel, done := startNode(t, t.TempDir())
+	defer func() { cancel(); <-done }()
+	cl := client(t, n.Addr())
+	mustExec(t, cl, "CREATE TABLE ev (id BIGINT)")
+	cat := restCatalog(t, n)
+	if got := restTableNames(t, cat, "default"); !slices.Equal(got, []string{"default.ev"}) {
+		t.Fatalf("tables without credentials, auth off: %v", got)
+	}
+	if code, body := get(t, n, "/iceberg/v1/config"); code != http.StatusOK || !strings.Contains(body, `"endpoints"`) {
+		t.Fatalf("config: %d %s", code, body)
+	}
+}
