@@ -40,18 +40,7 @@ func (t auditTable) Plan(ctx context.Context, req scan.Request) (scan.Plan, erro
 	if id, ok := auth.FromContext(ctx); !ok || !id.Superuser {
 		return nil, fmt.Errorf("scan %s: %w: only a superuser may read the audit log", t.Name(), auth.ErrPermissionDenied)
 	}
-	cols := scan.Columns(req.Columns, auditSchema.NumFields())
-	schema, err := scan.ProjectSchema(auditSchema, cols)
-	if err != nil {
-		return nil, fmt.Errorf("scan %s: %w", t.Name(), err)
-	}
-	rec := auditRecord(memory.DefaultAllocator, t.log.Events())
-	defer rec.Release()
-	arrs := make([]arrow.Array, len(cols))
-	for i, c := range cols {
-		arrs[i] = rec.Column(c)
-	}
-	return scan.NewPlan(schema, []scan.Part{scan.RecordPart(array.NewRecordBatch(schema, arrs, rec.NumRows()))}), nil
+	return planRecord(t.Name(), auditSchema, req, auditRecord(memory.DefaultAllocator, t.log.Events()))
 }
 
 func auditRecord(mem memory.Allocator, events []audit.Event) arrow.RecordBatch {

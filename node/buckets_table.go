@@ -45,21 +45,11 @@ func (bucketsTable) Name() string          { return "lakestream.buckets" }
 func (bucketsTable) Schema() *arrow.Schema { return bucketsSchema }
 
 func (t bucketsTable) Plan(ctx context.Context, req scan.Request) (scan.Plan, error) {
-	cols := scan.Columns(req.Columns, bucketsSchema.NumFields())
-	schema, err := scan.ProjectSchema(bucketsSchema, cols)
-	if err != nil {
-		return nil, fmt.Errorf("scan %s: %w", t.Name(), err)
-	}
 	rec, err := t.record(ctx, memory.DefaultAllocator)
 	if err != nil {
 		return nil, fmt.Errorf("scan %s: %w", t.Name(), err)
 	}
-	defer rec.Release()
-	arrs := make([]arrow.Array, len(cols))
-	for i, c := range cols {
-		arrs[i] = rec.Column(c)
-	}
-	return scan.NewPlan(schema, []scan.Part{scan.RecordPart(array.NewRecordBatch(schema, arrs, rec.NumRows()))}), nil
+	return planRecord(t.Name(), bucketsSchema, req, rec)
 }
 
 // record reads every bucket from the metadata store, ordered by table and

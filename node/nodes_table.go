@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -37,18 +36,7 @@ func (nodesTable) Name() string          { return "lakestream.nodes" }
 func (nodesTable) Schema() *arrow.Schema { return nodesSchema }
 
 func (t nodesTable) Plan(ctx context.Context, req scan.Request) (scan.Plan, error) {
-	cols := scan.Columns(req.Columns, nodesSchema.NumFields())
-	schema, err := scan.ProjectSchema(nodesSchema, cols)
-	if err != nil {
-		return nil, fmt.Errorf("scan %s: %w", t.Name(), err)
-	}
-	rec := t.record(memory.DefaultAllocator)
-	defer rec.Release()
-	arrs := make([]arrow.Array, len(cols))
-	for i, c := range cols {
-		arrs[i] = rec.Column(c)
-	}
-	return scan.NewPlan(schema, []scan.Part{scan.RecordPart(array.NewRecordBatch(schema, arrs, rec.NumRows()))}), nil
+	return planRecord(t.Name(), nodesSchema, req, t.record(memory.DefaultAllocator))
 }
 
 // record is the table's one batch: every member ever seen, ordered by id;

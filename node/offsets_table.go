@@ -3,7 +3,6 @@ package node
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -44,18 +43,7 @@ func (offsetsTable) Name() string          { return "lakestream.offsets" }
 func (offsetsTable) Schema() *arrow.Schema { return offsetsSchema }
 
 func (t offsetsTable) Plan(ctx context.Context, req scan.Request) (scan.Plan, error) {
-	cols := scan.Columns(req.Columns, offsetsSchema.NumFields())
-	schema, err := scan.ProjectSchema(offsetsSchema, cols)
-	if err != nil {
-		return nil, fmt.Errorf("scan %s: %w", t.Name(), err)
-	}
-	rec := t.record(memory.DefaultAllocator)
-	defer rec.Release()
-	arrs := make([]arrow.Array, len(cols))
-	for i, c := range cols {
-		arrs[i] = rec.Column(c)
-	}
-	return scan.NewPlan(schema, []scan.Part{scan.RecordPart(array.NewRecordBatch(schema, arrs, rec.NumRows()))}), nil
+	return planRecord(t.Name(), offsetsSchema, req, t.record(memory.DefaultAllocator))
 }
 
 // record lists every bucket of the open tables, ordered by table name and
