@@ -28,35 +28,23 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
-// The status page in a real headless browser: it loads and shows a table
-// just created, its row count follows an ingest without the page being
-// reloaded, nothing is written to the console as an error or an uncaught
-// exception, and a screenshot is left for a person to look at
-// ($LAKESTREAM_SCREENSHOT_DIR, else the test's artifact directory: go test
-// -artifacts keeps it).
-func TestStatusPageInBrowser(t *testing.T) {
-	exe := chromiumPath(t)
-	n, stop, done := startNode(t, t.TempDir())
-	defer func() { stop(); <-done }()
-	cl := client(t, n.Addr())
-	mustExec(t, cl, "CREATE TABLE events (id BIGINT, kind VARCHAR) WITH ('bucket.num'='2', 'bucket.key'='id')",
-		"CREATE TABLE fresh (id BIGINT)")
-	mustExec(t, cl, "INSERT INTO events SELECT range, 'click' FROM range(12000)")
-	if _, err := cl.Execute(context.Background(), "SELECT * FROM missing_table"); err == nil {
-		t.Fatal("query of a missing table succeeded")
-	}
-
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
-		chromedp.Headless, chromedp.DisableGPU, chromedp.WindowSize(1360, 1000))
+// browser is a headless Chromium session for a page test: ctx (90 s) drives
+// it, and finish leaves a screenshot named name ($LAKESTREAM_SCREENSHOT_DIR,
+// else the test's artifact directory: go test -artifacts keeps it), then
+// fails the test for every console error or uncaught exception the page
+// raised meanwhile.
+func browser(t *testing.T, height int) (ctx context.Context, finish func(name string)) {
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromiumPath(t)), chromedp.NoSandbox,
+		chromedp.Headless, chromedp.DisableGPU, chromedp.WindowSize(1360, height))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
+	t.Cleanup(cancelAlloc)
 	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
+	t.Cleanup(cancelBrowser)
 	if err := chromedp.Do(bctx); err != nil { // start the browser, before any deadline
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(bctx, 90*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
 
 	var mu sync.Mutex
 	var bad []string
@@ -76,6 +64,51 @@ func TestStatusPageInBrowser(t *testing.T) {
 			}
 		}
 	}()
+	return ctx, func(name string) {
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := os.Getenv("LAKESTREAM_SCREENSHOT_DIR")
+		if dir == "" {
+			dir = t.ArtifactDir()
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot: %s", path)
+		stopConsole()
+		<-watched
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range bad {
+			t.Errorf("console: %s", m)
+		}
+	}
+}
+
+// The status page in a real headless browser: it loads and shows a table
+// just created, its row count follows an ingest without the page being
+// reloaded, nothing is written to the console as an error or an uncaught
+// exception, and a screenshot is left for a person to look at
+// ($LAKESTREAM_SCREENSHOT_DIR, else the test's artifact directory: go test
+// -artifacts keeps it).
+func TestStatusPageInBrowser(t *testing.T) {
+	n, stop, done := startNode(t, t.TempDir())
+	defer func() { stop(); <-done }()
+	cl := client(t, n.Addr())
+	mustExec(t, cl, "CREATE TABLE events (id BIGINT, kind VARCHAR) WITH ('bucket.num'='2', 'bucket.key'='id')",
+		"CREATE TABLE fresh (id BIGINT)")
+	mustExec(t, cl, "INSERT INTO events SELECT range, 'click' FROM range(12000)")
+	if _, err := cl.Execute(context.Background(), "SELECT * FROM missing_table"); err == nil {
+		t.Fatal("query of a missing table succeeded")
+	}
+
+	ctx, finish := browser(t, 1000)
 
 	url := "http://" + n.HTTPAddr() + "/"
 	row := `document.querySelector('tr[data-table="default.fresh"] td.rows')`
@@ -118,28 +151,5 @@ func TestStatusPageInBrowser(t *testing.T) {
 		}
 	}
 
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := os.Getenv("LAKESTREAM_SCREENSHOT_DIR")
-	if dir == "" {
-		dir = t.ArtifactDir()
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "status-page.png")
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot: %s", path)
-
-	stopConsole()
-	<-watched
-	mu.Lock()
-	defer mu.Unlock()
-	for _, m := range bad {
-		t.Errorf("console: %s", m)
-	}
+	finish("status-page.png")
 }

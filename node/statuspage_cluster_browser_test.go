@@ -1,11 +1,7 @@
 package node
 
 import (
-	"context"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,7 +14,6 @@ import (
 // without console errors. A screenshot is left as TestStatusPageInBrowser
 // leaves its own.
 func TestStatusPageShowsClusterInBrowser(t *testing.T) {
-	exe := chromiumPath(t)
 	c := newHTTPCluster(t, "n1", "n2", "n3")
 	c.exec("CREATE TABLE t (id BIGINT, v VARCHAR) WITH ('bucket.num' = '1')")
 	b0 := c.bucket("n1")
@@ -28,35 +23,7 @@ func TestStatusPageShowsClusterInBrowser(t *testing.T) {
 		watcher = "n2"
 	}
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
-		chromedp.Headless, chromedp.DisableGPU, chromedp.WindowSize(1360, 1200))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
-	if err := chromedp.Do(bctx); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(bctx, 90*time.Second)
-	defer cancel()
-	var mu sync.Mutex
-	var bad []string
-	consoleCtx, stopConsole := context.WithCancel(ctx)
-	messages := chromedp.Console(consoleCtx)
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		for m, err := range messages {
-			if err != nil {
-				return
-			}
-			if m.IsException() || m.Type == chromedp.ConsoleError {
-				mu.Lock()
-				bad = append(bad, m.String())
-				mu.Unlock()
-			}
-		}
-	}()
+	ctx, finish := browser(t, 1200)
 
 	leaderCell := `document.querySelector('tr[data-bucket="default.t/0"] td.leader')`
 	if err := chromedp.Do(ctx,
@@ -93,27 +60,5 @@ func TestStatusPageShowsClusterInBrowser(t *testing.T) {
 		t.Errorf("the cluster's note reads %q (%v)", note, err)
 	}
 
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := os.Getenv("LAKESTREAM_SCREENSHOT_DIR")
-	if dir == "" {
-		dir = t.ArtifactDir()
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "status-page-cluster.png")
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot: %s", path)
-	stopConsole()
-	<-watched
-	mu.Lock()
-	defer mu.Unlock()
-	for _, m := range bad {
-		t.Errorf("console: %s", m)
-	}
+	finish("status-page-cluster.png")
 }
