@@ -22,6 +22,12 @@ var (
 	ErrOutOfOrderSequence = errors.New("out of order writer sequence")
 	// ErrBatchTooLarge is returned for a batch over Options.MaxBatchBytes.
 	ErrBatchTooLarge = errors.New("batch too large")
+	// ErrNotStored wraps the error of a write or commit round that failed
+	// in the filesystem (a failed fsync, a full disk): the write is not
+	// acknowledged and not kept, and the log refuses writes until a repair
+	// cuts what it left (TableLog.Repair, or the next Append), so the same
+	// call may be sent again.
+	ErrNotStored = errors.New("write not stored")
 )
 
 // writerState is the last batch appended by an idempotent writer.

@@ -340,7 +340,7 @@ func (t *TableLog) write(parts [][]Batch) (int64, [][]AppendResult, error) {
 				// Batches already written are not committed (a round
 				// commits up to t.written): the table refuses writes
 				// until a repair cuts them.
-				t.err = fmt.Errorf("bucket %d: %w", b, err)
+				t.err = fmt.Errorf("%w: bucket %d: %w", ErrNotStored, b, err)
 				return 0, nil, t.err
 			}
 			res[b][i] = r
@@ -505,9 +505,10 @@ func (t *TableLog) commitRound() (int64, error) {
 	if err := t.persist(seq, ends); err != nil {
 		// The writes of the round and those after it are not
 		// acknowledged; the log refuses writes until a repair cuts them.
+		err = fmt.Errorf("%w: commit round: %w", ErrNotStored, err)
 		t.wmu.Lock()
 		if t.err == nil {
-			t.err = fmt.Errorf("commit round: %w", err)
+			t.err = err
 		}
 		t.wmu.Unlock()
 		return 0, err

@@ -79,7 +79,8 @@ func toStatus(err error) error {
 		code = codes.Aborted // concurrent writes kept changing the rows: run the statement again
 	case errors.Is(err, tables.ErrSchemaChanged):
 		code = codes.Aborted // retry the write: it is conformed to the new definition
-	case errors.Is(err, tables.ErrCaptureRace), errors.Is(err, tables.ErrLakeSnapshotGone), errors.Is(err, tables.ErrKeyIndexRebuilding), errors.Is(err, tables.ErrReplicaUnavailable):
+	case errors.Is(err, tables.ErrCaptureRace), errors.Is(err, tables.ErrLakeSnapshotGone), errors.Is(err, tables.ErrKeyIndexRebuilding), errors.Is(err, tables.ErrReplicaUnavailable),
+		errors.Is(err, columnarlog.ErrNotStored): // the log repairs itself before the next write
 		code = codes.Unavailable // retry the same call
 	case errors.Is(err, columnarlog.ErrCorrupt):
 		code = codes.DataLoss // stored data is damaged: a retry meets the same damage

@@ -49,6 +49,7 @@ func TestToStatus(t *testing.T) {
 		{wrap(columnarlog.ErrOffsetOutOfRange), codes.OutOfRange},
 		{wrap(errUnsupported), codes.Unimplemented},
 		{errors.New("disk on fire"), codes.Internal},
+		{wrap(fmt.Errorf("%w: commit round: %w", columnarlog.ErrNotStored, errors.New("sync: input/output error"))), codes.Unavailable},
 		{status.Error(codes.PermissionDenied, "no"), codes.PermissionDenied},
 	} {
 		got := toStatus(tc.err)

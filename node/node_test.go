@@ -515,6 +515,8 @@ func TestHealthzReportsRefusedWrites(t *testing.T) {
 	})
 	if _, err := cl.ExecuteUpdate(ctx, "INSERT INTO filled SELECT range FROM range(100, 200)"); err == nil {
 		t.Fatal("an insert into a full disk succeeded")
+	} else if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "no space left on device") {
+		t.Fatalf("an insert into a full disk: %v, want Unavailable naming the cause (the same call may be sent again)", err)
 	}
 	fs.InjectError(nil) // the disk has room again; the log refuses writes until it is repaired
 	code, body := get(t, n, "/healthz")

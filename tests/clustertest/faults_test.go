@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -438,14 +437,10 @@ func (h *harness) writeLoop(ctx context.Context, w *writer, ref cluster.BucketRe
 		if ctx.Err() != nil {
 			return
 		}
-		code := status.Code(err)
-		if code == codes.Internal && strings.Contains(err.Error(), syscall.EIO.Error()) {
-			// The leader's log failed an fsync (a disk-fail round): it
-			// refuses writes until a write repairs it, and the error says
-			// Internal, as an I/O error does. Retried as any refusal.
-			code = codes.Unavailable
-		}
-		switch code {
+		// A leader whose log failed an fsync (a disk-fail round) answers
+		// Unavailable too: the write is not stored, and the log repairs
+		// itself before the next one.
+		switch status.Code(err) {
 		case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:
 			hist.mu.Lock()
 			hist.retries++
