@@ -234,4 +234,18 @@ func TestIcebergRESTAuthOff(t *testing.T) {
 	if code, body := get(t, n, "/iceberg/v1/config"); code != http.StatusOK || !strings.Contains(body, `"endpoints"`) {
 		t.Fatalf("config: %d %s", code, body)
 	}
+	// pyiceberg's RestCatalog without credentials sends "Bearer None".
+	req, err := http.NewRequest("GET", "http://"+n.HTTPAddr()+"/iceberg/v1/config", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer None")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("config with pyiceberg's empty credentials, auth off: %s", resp.Status)
+	}
 }
