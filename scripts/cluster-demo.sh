@@ -87,8 +87,12 @@ A 3-node cluster runs (data and logs in $DEMO_DIR):
 metadata store and catalog: $META
 
 Try:
-  $BIN sql --addr 127.0.0.1:31337 "CREATE TABLE t (id BIGINT, v VARCHAR) WITH ('bucket.num' = '3')"
+  $BIN sql --addr 127.0.0.1:31337 "CREATE TABLE t (id BIGINT, v VARCHAR) WITH ('bucket.num' = '1')"
   $BIN sql --addr 127.0.0.1:31338 "SELECT * FROM lakestream.buckets"
+  $BIN sql --addr <the leader's address> "INSERT INTO t VALUES (1, 'a')"
+    (a node takes writes for the buckets it leads; the others answer Unavailable naming
+    the leader: writes are not forwarded yet, docs/cluster.md "Not there yet")
+  $BIN sql --addr 127.0.0.1:31339 "SELECT * FROM t"     (any node reads)
   $BIN cluster status --addr 127.0.0.1:31339
   $BIN cluster decommission --meta '$META' n3
 Ctrl-C stops the cluster.
