@@ -29,7 +29,7 @@ func (n *Node) httpHandler() http.Handler {
 		&limitCollector{n: n}, &clusterCollector{n: n}) // limits.go, cluster_metrics.go
 	reg.MustRegister(n.mon.collectors()...)
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+	mux.Handle("/metrics", n.metricsHandler(reg, promhttp.HandlerOpts{ // status_privileges.go
 		ErrorHandling: promhttp.ContinueOnError,
 		ErrorLog:      promLog{n.cfg.Logger},
 	}))

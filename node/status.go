@@ -192,6 +192,9 @@ func (n *Node) status(ctx context.Context) Status {
 	n.statusHealth(ctx, &st, lake)
 	st.Memory = n.memory()
 	st.Cluster = n.clusterStatus(ctx)
+	if see := n.visibleTables(ctx); see != nil {
+		filterStatus(&st, see) // status_privileges.go
+	}
 	return st
 }
 
