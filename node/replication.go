@@ -532,9 +532,18 @@ func (r *replication) WaitAcked(ctx context.Context, tableID int64, b int, end i
 // with where the bucket's leader is, as far as this node knows.
 func (r *replication) unavailable(tableID int64, b int, err error) error {
 	a, ok := r.reps.Role(ref(tableID, b))
+	if !ok {
+		// A replica that is not open (yet, or any more: a node stopping
+		// after its hand-off) has no role: the store says who leads.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		stored, serr := r.store.Bucket(ctx, ref(tableID, b))
+		cancel()
+		if serr != nil || stored.Leader == "" || stored.Leader == r.self {
+			return fmt.Errorf("%w: %w (this node has no assignment for the bucket yet)", tables.ErrReplicaUnavailable, err)
+		}
+		a = cluster.AssignmentOf(stored, 0, r.addr)
+	}
 	switch {
-	case !ok:
-		return fmt.Errorf("%w: %w (this node has no assignment for the bucket yet)", tables.ErrReplicaUnavailable, err)
 	case a.Leader == "":
 		return fmt.Errorf("%w: %w (the bucket has no leader now: no in-sync replica is alive)", tables.ErrReplicaUnavailable, err)
 	case a.Leader != r.self:

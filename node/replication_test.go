@@ -344,3 +344,25 @@ func slicesContains(s []string, v string) bool {
 	}
 	return false
 }
+
+// A node without a replica of a bucket (bucket.replicas below the nodes)
+// refuses a write to it naming the leader the metadata store holds.
+func TestClusterNonReplicaNamesTheLeader(t *testing.T) {
+	c := newTestCluster(t, "n1", "n2", "n3")
+	c.exec("CREATE TABLE t (id BIGINT) WITH ('bucket.num' = '1', 'bucket.replicas' = '1', 'min.insync.replicas' = '1')")
+	var b meta.Bucket
+	waitUntil(t, func() bool { b = c.bucket("n1"); return b.Leader != "" })
+	if len(b.Replicas) != 1 {
+		t.Fatalf("bucket placed as %+v: want one replica", b)
+	}
+	mustExec(t, client(t, c.nodes[b.Leader].n.Addr()), "INSERT INTO t VALUES (1)")
+	for id, cn := range c.nodes {
+		if id == b.Leader {
+			continue
+		}
+		_, err := client(t, cn.n.Addr()).ExecuteUpdate(context.Background(), "INSERT INTO t VALUES (2)")
+		if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "its leader is node "+b.Leader+" at "+c.nodes[b.Leader].n.Addr()) {
+			t.Errorf("write on %s, which holds no replica: %v; want Unavailable naming leader %s", id, err, b.Leader)
+		}
+	}
+}
