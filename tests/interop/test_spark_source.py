@@ -77,6 +77,12 @@ def spark(node):
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     spark.dataSource.register(LakestreamDataSource)
+    # The functions the tests hand to Spark call util's helpers: the
+    # workers (their working directory is pytest's, not this one) could
+    # not import util, so it travels with them by value.
+    import util
+    from pyspark import cloudpickle
+    cloudpickle.register_pickle_by_value(util)
     yield spark
     spark.stop()
 
