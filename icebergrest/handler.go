@@ -218,17 +218,28 @@ func (h *Handler) listNamespaces(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, listing{"namespaces", page, next})
 }
 
-func (h *Handler) loadNamespace(w http.ResponseWriter, r *http.Request) {
+// visibleNamespaceOf is the request's namespace when the caller may see it;
+// otherwise it has answered the request (404, as for a missing one, or the
+// catalog's failure).
+func (h *Handler) visibleNamespaceOf(w http.ResponseWriter, r *http.Request) (string, bool) {
 	db, ok := namespace(r)
 	if ok {
 		var err error
 		if ok, err = h.visibleNamespace(r.Context(), db); err != nil {
 			h.internal(w, r, err)
-			return
+			return "", false
 		}
 	}
 	if !ok {
 		h.namespaceError(w, r.PathValue("ns"), nil)
+		return "", false
+	}
+	return db, true
+}
+
+func (h *Handler) loadNamespace(w http.ResponseWriter, r *http.Request) {
+	db, ok := h.visibleNamespaceOf(w, r)
+	if !ok {
 		return
 	}
 	if r.Method == http.MethodHead {
@@ -239,16 +250,8 @@ func (h *Handler) loadNamespace(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) listTables(w http.ResponseWriter, r *http.Request) {
-	db, ok := namespace(r)
-	if ok {
-		var err error
-		if ok, err = h.visibleNamespace(r.Context(), db); err != nil {
-			h.internal(w, r, err)
-			return
-		}
-	}
+	db, ok := h.visibleNamespaceOf(w, r)
 	if !ok {
-		h.namespaceError(w, r.PathValue("ns"), nil)
 		return
 	}
 	defs, err := h.visibleTables(r.Context(), db)
