@@ -3,29 +3,14 @@ the test can kill it with SIGKILL: it copies table src into table dst
 through format("lakestream") with a checkpoint, and runs until killed.
 
     python spark_stream_job.py <uri> <src> <dst> <checkpoint dir>"""
-import os
 import sys
 
-from pyspark.sql import SparkSession
-
+import sparkutil
 from lakestream.spark import LakestreamDataSource
 
 
 def main(uri, src, dst, checkpoint):
-    os.environ["PYSPARK_PYTHON"] = sys.executable  # the workers import lakestream from this venv
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    spark = (SparkSession.builder.master("local[2]").appName("lakestream-stream")
-             .config("spark.driver.memory", "512m")
-             .config("spark.pyspark.python", sys.executable)
-             .config("spark.driver.host", "127.0.0.1")
-             .config("spark.driver.bindAddress", "127.0.0.1")
-             .config("spark.ui.enabled", "false")
-             .config("spark.python.authenticate.socketTimeout", "120s")  # Python workers start slowly on a loaded machine
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "2")
-             .config("spark.sql.session.timeZone", "UTC")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = sparkutil.session("lakestream-stream", master="local[2]", memory="512m", shuffle=2)
     spark.dataSource.register(LakestreamDataSource)
     rows = (spark.readStream.format("lakestream").option("uri", uri)
             .option("startingOffsets", "earliest").load(src))

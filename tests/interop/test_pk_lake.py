@@ -23,7 +23,6 @@ before retention ran).
 
 Spark starts once per module (local[1], small memory); its jars are those
 `make spark-jars` fetched into .cache/spark."""
-import glob
 import os
 import queue
 import random
@@ -36,6 +35,8 @@ import pytest
 
 from conftest import Server
 from util import ingest, query
+import sparkutil
+from sparkutil import need
 
 try:  # pinned in tests/requirements.txt; checked in a fixture so a missing one is reported, not a collection error
     import duckdb
@@ -45,18 +46,6 @@ try:  # pinned in tests/requirements.txt; checked in a fixture so a missing one 
     _IMPORT_ERROR = None
 except ImportError as e:  # pragma: no cover - depends on the venv
     _IMPORT_ERROR = e
-
-IN_CI = os.environ.get("CI") == "true"
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-SPARK_JARS = os.path.join(ROOT, ".cache", "spark")
-
-
-def need(what):
-    """Fails (in CI) or skips (elsewhere) a test whose client package or tool is missing."""
-    msg = f"{what} is missing: the test venv (tests/requirements.txt) and `make spark-jars` provide it"
-    if IN_CI:
-        pytest.fail(msg)
-    pytest.skip(msg)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -83,31 +72,16 @@ def spark(node):
     over the node's iceberg.db (iceberg-go's SQL catalog schema is the JDBC
     catalog's V1 schema) and its file:// warehouse; metadata not cached, so
     each read loads the current snapshot."""
-    try:
-        from pyspark.sql import SparkSession
-    except ImportError as e:
-        need(f"pyspark ({e})")
-    jars = sorted(glob.glob(os.path.join(SPARK_JARS, "*.jar")))
-    names = " ".join(os.path.basename(j) for j in jars)
-    if "iceberg-spark-runtime" not in names or "sqlite-jdbc" not in names:
-        need(f"the Iceberg Spark runtime and SQLite JDBC jars in {SPARK_JARS} (found: {names or 'none'})")
     data = os.path.realpath(node.data_dir)
     cat = "spark.sql.catalog.lakestream"
-    spark = (SparkSession.builder.master("local[1]").appName("pk-lake")
-             .config("spark.jars", ",".join(jars))
-             .config("spark.driver.memory", "768m")
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "1")
-             .config("spark.sql.session.timeZone", "UTC")
-             .config(cat, "org.apache.iceberg.spark.SparkCatalog")
-             .config(f"{cat}.catalog-impl", "org.apache.iceberg.jdbc.JdbcCatalog")
-             .config(f"{cat}.uri", f"jdbc:sqlite:{data}/iceberg.db")
-             .config(f"{cat}.jdbc.schema-version", "V1")
-             .config(f"{cat}.warehouse", f"file://{data}/warehouse")
-             .config(f"{cat}.cache-enabled", "false")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = sparkutil.session("pk-lake", jars=sparkutil.iceberg_jars(), conf={
+        cat: "org.apache.iceberg.spark.SparkCatalog",
+        f"{cat}.catalog-impl": "org.apache.iceberg.jdbc.JdbcCatalog",
+        f"{cat}.uri": f"jdbc:sqlite:{data}/iceberg.db",
+        f"{cat}.jdbc.schema-version": "V1",
+        f"{cat}.warehouse": f"file://{data}/warehouse",
+        f"{cat}.cache-enabled": "false",
+    })
     yield spark
     spark.stop()
 

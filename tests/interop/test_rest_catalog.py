@@ -8,8 +8,6 @@ database. A user sees only the tables it may SELECT, and writes are refused
 saying to write through Lakestream."""
 import base64
 import datetime
-import decimal
-import glob
 import os
 import time
 
@@ -19,6 +17,8 @@ import pytest
 
 from conftest import Server
 from util import gen_rows, ingest, query
+import sparkutil
+from sparkutil import need
 
 try:  # pinned in tests/requirements.txt
     from pyiceberg.catalog.rest import RestCatalog
@@ -27,17 +27,7 @@ try:  # pinned in tests/requirements.txt
 except ImportError as e:  # pragma: no cover - depends on the venv
     _IMPORT_ERROR = e
 
-IN_CI = os.environ.get("CI") == "true"
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-SPARK_JARS = os.path.join(ROOT, ".cache", "spark")
 ADMIN_PASSWORD = "admin-password-for-rest"
-
-
-def need(what):
-    msg = f"{what} is missing: the test venv (tests/requirements.txt) and `make spark-jars` provide it"
-    if IN_CI:
-        pytest.fail(msg)
-    pytest.skip(msg)
 
 
 def basic(user, password):
@@ -157,38 +147,23 @@ def test_pyiceberg_reads_every_tiered_table_as_lake(node, loaded):
 
 @pytest.fixture(scope="module")
 def spark(node):
-    try:
-        from pyspark.sql import SparkSession
-    except ImportError as e:
-        need(f"pyspark ({e})")
-    jars = sorted(glob.glob(os.path.join(SPARK_JARS, "*.jar")))
-    names = " ".join(os.path.basename(j) for j in jars)
-    if "iceberg-spark-runtime" not in names or "sqlite-jdbc" not in names:
-        need(f"the Iceberg Spark runtime and SQLite JDBC jars in {SPARK_JARS} (found: {names or 'none'})")
     data = os.path.realpath(node.data_dir)
     cat = "spark.sql.catalog.lake"
     jdbc = "spark.sql.catalog.lakestream"  # JdbcCatalog, which writes: the other engine of the last tests (its name is the SQL catalog's)
-    spark = (SparkSession.builder.master("local[1]").appName("rest-catalog")
-             .config("spark.jars", ",".join(jars))
-             .config("spark.driver.memory", "768m")
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "1")
-             .config("spark.sql.session.timeZone", "UTC")
-             .config(cat, "org.apache.iceberg.spark.SparkCatalog")
-             .config(f"{cat}.type", "rest")
-             .config(f"{cat}.uri", f"http://127.0.0.1:{node.http_port}/iceberg")
-             .config(f"{cat}.header.Authorization", basic("admin", ADMIN_PASSWORD))
-             .config(f"{cat}.cache-enabled", "false")
-             .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
-             .config(jdbc, "org.apache.iceberg.spark.SparkCatalog")
-             .config(f"{jdbc}.catalog-impl", "org.apache.iceberg.jdbc.JdbcCatalog")
-             .config(f"{jdbc}.uri", f"jdbc:sqlite:{data}/iceberg.db")
-             .config(f"{jdbc}.jdbc.schema-version", "V1")
-             .config(f"{jdbc}.warehouse", f"file://{data}/warehouse")
-             .config(f"{jdbc}.cache-enabled", "false")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = sparkutil.session("rest-catalog", jars=sparkutil.iceberg_jars(), conf={
+        cat: "org.apache.iceberg.spark.SparkCatalog",
+        f"{cat}.type": "rest",
+        f"{cat}.uri": f"http://127.0.0.1:{node.http_port}/iceberg",
+        f"{cat}.header.Authorization": basic("admin", ADMIN_PASSWORD),
+        f"{cat}.cache-enabled": "false",
+        "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
+        jdbc: "org.apache.iceberg.spark.SparkCatalog",
+        f"{jdbc}.catalog-impl": "org.apache.iceberg.jdbc.JdbcCatalog",
+        f"{jdbc}.uri": f"jdbc:sqlite:{data}/iceberg.db",
+        f"{jdbc}.jdbc.schema-version": "V1",
+        f"{jdbc}.warehouse": f"file://{data}/warehouse",
+        f"{jdbc}.cache-enabled": "false",
+    })
     yield spark
     spark.stop()
 

@@ -26,16 +26,10 @@ import pytest
 
 from conftest import Server
 from util import gen_rows, ingest, query
+import sparkutil
+from sparkutil import need
 
-IN_CI = os.environ.get("CI") == "true"
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def need(what):
-    msg = f"{what} is missing: the test venv (tests/requirements.txt, `make venv`) provides it"
-    if IN_CI:
-        pytest.fail(msg)
-    pytest.skip(msg)
 
 
 @pytest.fixture(scope="module")
@@ -56,26 +50,13 @@ def conn(node):
 @pytest.fixture(scope="module")
 def spark(node):
     try:
-        from pyspark.sql import SparkSession
         from lakestream.spark import LakestreamDataSource
     except ImportError as e:
         need(f"pyspark / the lakestream package ({e})")
-    os.environ["PYSPARK_PYTHON"] = sys.executable  # the workers import lakestream from this venv
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    spark = (SparkSession.builder.master("local[2,3]").appName("lakestream-source")
-             .config("spark.driver.memory", "1g")
-             .config("spark.pyspark.python", sys.executable)
-             .config("spark.driver.host", "127.0.0.1")
-             .config("spark.driver.bindAddress", "127.0.0.1")
-             .config("spark.ui.enabled", "false")
-             .config("spark.python.authenticate.socketTimeout", "120s")  # Python workers start slowly on a loaded machine
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "2")
-             .config("spark.sql.session.timeZone", "UTC")
-             .config("spark.sql.python.filterPushdown.enabled", "true")
-             .config("spark.sql.execution.arrow.maxRecordsPerBatch", "2000")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = sparkutil.session("lakestream-source", master="local[2,3]", memory="1g", shuffle=2, conf={
+        "spark.sql.python.filterPushdown.enabled": "true",
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "2000",
+    })
     spark.dataSource.register(LakestreamDataSource)
     # The functions the tests hand to Spark call util's helpers: the
     # workers (their working directory is pytest's, not this one) could
@@ -133,7 +114,6 @@ def test_batch_read_of_1m_rows_equals_flight_sql(spark, node, conn, big):
     assert got.num_rows == flight.num_rows > 50_000
     assert got.column("id").equals(flight.column("id"))
     assert got.column("amount").equals(flight.column("amount"))
-
 
 
 def test_query_option_reads_the_statement(spark, node, conn, big):
