@@ -11,6 +11,7 @@
 
 One node and one SparkSession (local[2], a failed task tried up to 3
 times) for the module."""
+import datetime
 import os
 import re
 import signal
@@ -257,6 +258,36 @@ def test_failed_job_keeps_what_its_tasks_stored(spark, node, conn):
 
 
 # ---------------------------------------------------------------- streaming
+
+def test_streaming_read_starts_at_a_timestamp(spark, node, conn):
+    """startingOffsets "timestamp:<ISO>" starts each bucket at its first row
+    committed at or after the mark (docs/spark.md): the query reads the rows
+    written after it, none before, and then what comes next."""
+    query(conn, "CREATE TABLE s_ts (id BIGINT NOT NULL, v BIGINT) WITH ('bucket.num'='2', 'bucket.key'='id')")
+
+    def rows(start, n):
+        return pa.table({"id": pa.array(range(start, start + n), pa.int64()), "v": pa.array([start] * n, pa.int64())})
+
+    ingest(conn, "s_ts", rows(0, 500))
+    # Commit timestamps are the node's clock, this machine's: every row of
+    # a write made after mark is committed at or after it.
+    last = query(conn, 'SELECT max(_commit_timestamp) t FROM "s_ts$changelog"').column("t")[0].as_py()
+    while datetime.datetime.now(datetime.timezone.utc) <= last:
+        time.sleep(0.001)  # the next write's commit time must be past the first's
+    mark = datetime.datetime.now(datetime.timezone.utc)
+    ingest(conn, "s_ts", rows(500, 300))
+    q = (spark.readStream.format("lakestream").option("uri", node.uri)
+         .option("startingOffsets", f"timestamp:{mark.isoformat()}").load("s_ts")
+         .select("id").writeStream.format("memory").queryName("s_ts_copy").start())
+    try:
+        q.processAllAvailable()
+        assert sorted(r.id for r in spark.sql("SELECT id FROM s_ts_copy").collect()) == list(range(500, 800))
+        ingest(conn, "s_ts", rows(800, 100))
+        q.processAllAvailable()
+        assert sorted(r.id for r in spark.sql("SELECT id FROM s_ts_copy").collect()) == list(range(500, 900))
+    finally:
+        q.stop()
+
 
 def count(conn, table):
     return query(conn, f"SELECT count(*) n FROM {table}").column("n")[0].as_py()
