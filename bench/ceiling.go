@@ -2,7 +2,9 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -54,6 +56,9 @@ func (c *ceiling) DoPut(stream flight.FlightService_DoPutServer) error {
 	}
 	defer rdr.Release()
 	desc := rdr.LatestFlightDescriptor() // the schema message's
+	if desc.GetType() == flight.DescriptorCMD && strings.HasPrefix(string(desc.GetCmd()), scanCmd) {
+		return c.putScan(string(desc.GetCmd()), rdr, stream)
+	}
 	var n int64
 	for rdr.Next() {
 		n += rdr.RecordBatch().NumRows()
@@ -70,6 +75,71 @@ func (c *ceiling) DoPut(stream flight.FlightService_DoPutServer) error {
 		return err
 	}
 	return stream.Send(&flight.PutResult{AppMetadata: meta})
+}
+
+// scanCmd starts the command of a DoPut that gives the ceiling a scan
+// stream to serve: "ceiling-scan:<i>/<n>:<codec>", stream i of n (stream
+// 0 replaces the streams held), to be encoded with codec (none, lz4,
+// zstd) for the "encoded" tickets. Outside the clock: the scan workload
+// hands the ceiling the records the node's scan returned, over the wire,
+// since the ceiling may run in a process of its own (server.go).
+const scanCmd = "ceiling-scan:"
+
+func (c *ceiling) putScan(cmd string, rdr *flight.Reader, stream flight.FlightService_DoPutServer) error {
+	var i, n int
+	var codecName string
+	if _, err := fmt.Sscanf(strings.ReplaceAll(strings.TrimPrefix(cmd, scanCmd), ":", " "), "%d/%d %s", &i, &n, &codecName); err != nil || i < 0 || i >= n {
+		return fmt.Errorf("ceiling: bad scan command %q", cmd)
+	}
+	codec, ok := codecs[codecName]
+	if !ok {
+		return fmt.Errorf("ceiling: bad codec in %q", cmd)
+	}
+	var recs []arrow.RecordBatch
+	var encoded []*flight.FlightData
+	for rdr.Next() {
+		r := rdr.RecordBatch()
+		r.Retain()
+		recs = append(recs, r)
+		fd, err := encodeFlightData(r, codec)
+		if err != nil {
+			release(recs)
+			return err
+		}
+		encoded = append(encoded, fd)
+	}
+	if err := rdr.Err(); err != nil {
+		release(recs)
+		return err
+	}
+	c.mu.Lock()
+	if i == 0 {
+		c.releaseLocked()
+		c.mu.plain, c.mu.encoded = make([][]arrow.RecordBatch, n), make([][]*flight.FlightData, n)
+	}
+	if len(c.mu.plain) != n {
+		c.mu.Unlock()
+		release(recs)
+		return fmt.Errorf("ceiling: scan stream %d of %d, but %d streams were announced", i, n, len(c.mu.plain))
+	}
+	c.mu.schema, c.mu.plain[i], c.mu.encoded[i] = rdr.Schema(), recs, encoded
+	c.mu.Unlock()
+	return stream.Send(&flight.PutResult{})
+}
+
+// codecs map the benchmark's codec names to the log's.
+var codecs = map[string]arrowmsg.Codec{"none": arrowmsg.CodecNone, "lz4": arrowmsg.CodecLZ4, "zstd": arrowmsg.CodecZstd}
+
+func encodeFlightData(r arrow.RecordBatch, codec arrowmsg.Codec) (*flight.FlightData, error) {
+	msg, err := arrowmsg.AppendRecordBatch(nil, r, codec, memory.DefaultAllocator)
+	if err != nil {
+		return nil, fmt.Errorf("ceiling: encode: %w", err)
+	}
+	meta, body, err := arrowmsg.SplitMessage(msg)
+	if err != nil {
+		return nil, fmt.Errorf("ceiling: encode: %w", err)
+	}
+	return &flight.FlightData{DataHeader: meta, DataBody: body}, nil
 }
 
 func (c *ceiling) GetSchema(context.Context, *flight.FlightDescriptor) (*flight.SchemaResult, error) {
@@ -114,30 +184,6 @@ func (c *ceiling) DoGet(tk *flight.Ticket, stream flight.FlightService_DoGetServ
 	return fmt.Errorf("ceiling: bad ticket %q", tk.GetTicket())
 }
 
-// setScan makes streams the records DoGet serves, and encodes them with
-// codec for the "encoded" tickets. It takes over the records.
-func (c *ceiling) setScan(schema *arrow.Schema, streams [][]arrow.RecordBatch, codec arrowmsg.Codec) error {
-	encoded := make([][]*flight.FlightData, len(streams))
-	for i, recs := range streams {
-		for _, r := range recs {
-			msg, err := arrowmsg.AppendRecordBatch(nil, r, codec, memory.DefaultAllocator)
-			if err != nil {
-				return fmt.Errorf("ceiling: encode: %w", err)
-			}
-			meta, body, err := arrowmsg.SplitMessage(msg)
-			if err != nil {
-				return fmt.Errorf("ceiling: encode: %w", err)
-			}
-			encoded[i] = append(encoded[i], &flight.FlightData{DataHeader: meta, DataBody: body})
-		}
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.releaseLocked()
-	c.mu.schema, c.mu.plain, c.mu.encoded = schema, streams, encoded
-	return nil
-}
-
 func (c *ceiling) releaseLocked() {
 	for _, recs := range c.mu.plain {
 		release(recs)
@@ -145,24 +191,62 @@ func (c *ceiling) releaseLocked() {
 	c.mu.plain, c.mu.encoded = nil, nil
 }
 
-// tickets are the ceiling's tickets of kind "plain" or "encoded".
-func (c *ceiling) tickets(kind string) []*flight.Ticket {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]*flight.Ticket, len(c.mu.plain))
+// setCeilingScan makes the ceiling at cl serve streams: one DoPut per
+// stream (scanCmd), the records encoded with codec there.
+func setCeilingScan(ctx context.Context, cl flight.Client, schema *arrow.Schema, streams [][]arrow.RecordBatch, codec string) error {
+	for i, recs := range streams {
+		if err := putScanStream(ctx, cl, schema, recs, fmt.Sprintf("%s%d/%d:%s", scanCmd, i, len(streams), codec)); err != nil {
+			return fmt.Errorf("ceiling: scan stream %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+func putScanStream(ctx context.Context, cl flight.Client, schema *arrow.Schema, recs []arrow.RecordBatch, cmd string) error {
+	stream, err := cl.DoPut(ctx)
+	if err != nil {
+		return err
+	}
+	w := flight.NewRecordWriter(stream, ipc.WithSchema(schema))
+	w.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: []byte(cmd)})
+	for _, r := range recs {
+		if err := w.Write(r); err != nil {
+			w.Close()
+			return err
+		}
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	if err := stream.CloseSend(); err != nil {
+		return err
+	}
+	for {
+		if _, err := stream.Recv(); errors.Is(err, io.EOF) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+	}
+}
+
+// ceilingTickets are the tickets of the ceiling's n scan streams, of kind
+// "plain" or "encoded".
+func ceilingTickets(kind string, n int) []*flight.Ticket {
+	out := make([]*flight.Ticket, n)
 	for i := range out {
 		out[i] = &flight.Ticket{Ticket: []byte(kind + ":" + strconv.Itoa(i))}
 	}
 	return out
 }
 
-// startCeiling serves a ceiling on 127.0.0.1:0 until ctx ends; stop waits
+// startCeiling serves a ceiling on listen (127.0.0.1:0: any free port) until ctx ends; stop waits
 // for it to end.
-func startCeiling(ctx context.Context) (c *ceiling, addr string, stop func(), err error) {
+func startCeiling(ctx context.Context, listen string) (c *ceiling, addr string, stop func(), err error) {
 	c = &ceiling{}
 	g := grpc.NewServer(grpc.MaxRecvMsgSize(maxMsg), grpc.MaxSendMsgSize(maxMsg))
 	flight.RegisterFlightServiceServer(g, c)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	lis, err := net.Listen("tcp", listen)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("ceiling: %w", err)
 	}

@@ -118,6 +118,18 @@ type Config struct {
 	// many updates) of its tiering stream. Default 1,000,000 (short:
 	// 2,000).
 	PKLakeUpdates int
+	// ServerCommand, when set, runs the node and the ceiling each in a
+	// child process: the command (its first element the executable)
+	// followed by the flags of ServeChild; the CLI passes its own
+	// executable and "bench-server". The ingest and scan workloads then
+	// report each server's CPU time per million rows, read from its
+	// process apart from the clients'. Default nil: both run in this
+	// process, and the CPU figures are not reported.
+	ServerCommand []string
+	// ServerCPUProfile, with ServerCommand, makes the node process write
+	// a CPU profile of its whole run to this path, and the ceiling's to
+	// the path with "-ceiling" before the extension. Default "": none.
+	ServerCPUProfile string
 	// Short selects the smoke-test defaults above.
 	Short bool
 	// Progress receives a live progress line: updated in place with
@@ -297,6 +309,9 @@ func (c *Config) Validate() error {
 	}
 	if c.LakeRounds < 2*lakeWindow {
 		bad("lake rounds %d: want at least %d", c.LakeRounds, 2*lakeWindow)
+	}
+	if c.ServerCPUProfile != "" && len(c.ServerCommand) == 0 {
+		bad("server CPU profile: needs the servers in processes of their own (ServerCommand)")
 	}
 	return errors.Join(errs...)
 }

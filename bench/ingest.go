@@ -59,6 +59,24 @@ type ingestSide struct {
 	system  string
 	atLeast float64 // the target of Lakestream ÷ this side, 0: none
 	ingest  func(ctx context.Context, recs []arrow.RecordBatch, label string) (time.Duration, error)
+	// cpu, when set, is the CPU-seconds the side's server spent on the
+	// writes of its last ingest call, if measured (server.go).
+	cpu func() (float64, bool)
+}
+
+// sendFunc sends a measurement's batches to table over the clients.
+type sendFunc func(context.Context, []*flightsql.Client, string, []arrow.RecordBatch, *progress) (time.Duration, error)
+
+// meteredSend wraps send so that the CPU meter's span over each call is
+// kept, for last to report.
+func meteredSend(meter func() (float64, error), send sendFunc) (metered sendFunc, last func() (float64, bool)) {
+	var cpu float64
+	var ok bool
+	metered = func(ctx context.Context, cls []*flightsql.Client, table string, recs []arrow.RecordBatch, prog *progress) (d time.Duration, err error) {
+		cpu, ok, err = cpuSpan(meter, func() (err error) { d, err = send(ctx, cls, table, recs, prog); return err })
+		return d, err
+	}
+	return metered, func() (float64, bool) { return cpu, ok }
 }
 
 // ingestSides are Lakestream, then the ceiling and every running baseline,
@@ -85,13 +103,15 @@ func ingestSides(ctx context.Context, e *env, w *WorkloadReport) (sides, plain [
 	closers = append(closers, closeCeil)
 	for _, api := range []struct {
 		to   *[]ingestSide
-		send func(context.Context, []*flightsql.Client, string, []arrow.RecordBatch, *progress) (time.Duration, error)
+		send sendFunc
 	}{{&sides, ingestAll}, {&plain, doPutAll}} {
-		*api.to = append(*api.to, ingestSide{system: "lakestream", ingest: func(ctx context.Context, recs []arrow.RecordBatch, label string) (time.Duration, error) {
-			return lakeIngest(ctx, e, nodeCls, recs, label, api.send)
-		}}, ingestSide{system: "ceiling", atLeast: 0.7, ingest: func(ctx context.Context, recs []arrow.RecordBatch, label string) (time.Duration, error) {
+		nodeSend, nodeCPU := meteredSend(e.nodeCPU, api.send)
+		ceilSend, ceilCPU := meteredSend(e.ceilCPU, api.send)
+		*api.to = append(*api.to, ingestSide{system: "lakestream", cpu: nodeCPU, ingest: func(ctx context.Context, recs []arrow.RecordBatch, label string) (time.Duration, error) {
+			return lakeIngest(ctx, e, nodeCls, recs, label, nodeSend)
+		}}, ingestSide{system: "ceiling", atLeast: 0.7, cpu: ceilCPU, ingest: func(ctx context.Context, recs []arrow.RecordBatch, label string) (time.Duration, error) {
 			e.prog.step(int64(totalRows(recs)), "rows", "%s: ceiling", label)
-			return api.send(ctx, ceilCls, "ceiling", recs, e.prog)
+			return ceilSend(ctx, ceilCls, "ceiling", recs, e.prog)
 		}})
 	}
 	if pg := e.base.pg; pg != nil {
@@ -136,6 +156,7 @@ func ingestBatchSize(ctx context.Context, e *env, w *WorkloadReport, bs int, how
 	size := float64(totalBytes(recs))
 	group := fmt.Sprintf("%s-row batches, %d writers%s", human(float64(bs)), cfg.Writers, how)
 	secs := make([][]float64, len(sides)) // side, run
+	cpus := make([][]float64, len(sides)) // side, run: server CPU-s per million rows
 	for run := 1; run <= cfg.Runs; run++ {
 		for j := range sides {
 			si := (run - 1 + j) % len(sides)
@@ -144,6 +165,11 @@ func ingestBatchSize(ctx context.Context, e *env, w *WorkloadReport, bs int, how
 				return fmt.Errorf("%s: %w", sides[si].system, err)
 			}
 			secs[si] = append(secs[si], d.Seconds())
+			if sides[si].cpu != nil {
+				if c, ok := sides[si].cpu(); ok {
+					cpus[si] = append(cpus[si], c/float64(cfg.Rows)*1e6)
+				}
+			}
 		}
 	}
 	per := func(amount float64, secs []float64) []float64 {
@@ -164,14 +190,22 @@ func ingestBatchSize(ctx context.Context, e *env, w *WorkloadReport, bs int, how
 		w.ratio(group, "lakestream", sides[si].system, "throughput", fmt.Sprintf("higher is better; 1 = as fast as %s", sides[si].system),
 			per(rows, secs[0]), per(rows, secs[si]), sides[si].atLeast, 0)
 	}
+	if len(cpus[0]) > 0 && len(cpus[1]) > 0 { // Lakestream and the ceiling
+		for si := range 2 {
+			w.figure(group, sides[si].system, serverCPU, cpuUnit, cpus[si])
+		}
+		w.ratio(group, "lakestream", "ceiling", serverCPU, "lower is better; 1 = the server spends as much CPU per row as the ceiling", cpus[0], cpus[1], 0, 0)
+		line = append(line, fmt.Sprintf("server CPU lakestream %s, ceiling %s s/Mrows", trim(summarize(cpus[0]).Median), trim(summarize(cpus[1]).Median)))
+	} else if e.nodeCPU == nil {
+		w.note(cpuMissing)
+	}
 	e.prog.logf("ingest %s: %s", group, strings.Join(line, ", "))
 	return nil
 }
 
 // lakeIngest ingests recs into a fresh table with send, checks its row
 // count and drops it.
-func lakeIngest(ctx context.Context, e *env, cls []*flightsql.Client, recs []arrow.RecordBatch, label string,
-	send func(context.Context, []*flightsql.Client, string, []arrow.RecordBatch, *progress) (time.Duration, error)) (time.Duration, error) {
+func lakeIngest(ctx context.Context, e *env, cls []*flightsql.Client, recs []arrow.RecordBatch, label string, send sendFunc) (time.Duration, error) {
 	table, err := e.createTable(ctx, "ingest")
 	if err != nil {
 		return 0, err

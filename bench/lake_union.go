@@ -59,7 +59,7 @@ func unionQueriesRun(ctx context.Context, e *env, n *lakeNode, w *WorkloadReport
 		{"lake only (\"t$lake\"): ", `"` + t.name + `$lake"`, int64(lakeRows)},
 	} {
 		read := func(keep bool) ([][]arrow.RecordBatch, error) { return scanNode(ctx, e, n.cl, v.table, v.rows, keep) }
-		if err := scanVsCeiling(e, w, v.label, v.rows, 0, read, "", nil); err != nil {
+		if err := scanVsCeiling(e, w, v.label, v.rows, 0, read, nil, ""); err != nil {
 			return fmt.Errorf("scan %s: %w", v.table, err)
 		}
 		if cfg.CPUProfile != "" {

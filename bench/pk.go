@@ -695,20 +695,25 @@ func pkFootprint(e *env, w *WorkloadReport, when string) error {
 	mib := float64(size) / (1 << 20)
 	w.figure(group, "lakestream", "key index on disk", "MiB", []float64{mib})
 	w.figure(group, "lakestream", "key index on disk per million keys", "MiB", []float64{mib / (float64(e.cfg.PKKeys) / 1e6)})
-	rss, hwm, err := processRSS()
+	who, proc := "process", "self"
+	if e.nodePID != 0 {
+		who, proc = "node process", strconv.Itoa(e.nodePID)
+	}
+	rss, hwm, err := processRSS(proc)
 	if err != nil {
-		w.Notes = append(w.Notes, "process RSS not reported: "+err.Error())
+		w.Notes = append(w.Notes, who+" RSS not reported: "+err.Error())
 		return nil
 	}
-	w.figure(group, "process", "RSS", "MiB", []float64{rss})
-	w.figure(group, "process", "peak RSS", "MiB", []float64{hwm})
+	w.figure(group, who, "RSS", "MiB", []float64{rss})
+	w.figure(group, who, "peak RSS", "MiB", []float64{hwm})
 	return nil
 }
 
-// processRSS is VmRSS and VmHWM of /proc/self/status in MiB: the node,
-// the bench's clients and DuckDB baseline share this process.
-func processRSS() (rss, hwm float64, err error) {
-	raw, err := os.ReadFile("/proc/self/status")
+// processRSS is VmRSS and VmHWM of /proc/<pid>/status in MiB (pid "self":
+// this process, where the node, the bench's clients and the DuckDB
+// baseline then share it).
+func processRSS(pid string) (rss, hwm float64, err error) {
+	raw, err := os.ReadFile("/proc/" + pid + "/status")
 	if err != nil {
 		return 0, 0, err
 	}
@@ -720,7 +725,7 @@ func processRSS() (rss, hwm float64, err error) {
 		}
 		kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
 		if err != nil {
-			return 0, 0, fmt.Errorf("/proc/self/status %s: %w", k, err)
+			return 0, 0, fmt.Errorf("/proc/%s/status %s: %w", pid, k, err)
 		}
 		if k == "VmRSS" {
 			rss = kb / 1024
@@ -730,7 +735,7 @@ func processRSS() (rss, hwm float64, err error) {
 		found++
 	}
 	if found != 2 {
-		return 0, 0, errors.New("/proc/self/status lacks VmRSS or VmHWM")
+		return 0, 0, fmt.Errorf("/proc/%s/status lacks VmRSS or VmHWM", pid)
 	}
 	return rss, hwm, nil
 }

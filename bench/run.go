@@ -5,8 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -14,8 +14,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-
-	"github.com/lakestream/lakestream/node"
 )
 
 // env is what the workloads share: the node, the ceiling and the progress
@@ -25,12 +23,15 @@ type env struct {
 	prog     *progress
 	nodeAddr string
 	node     *flightsql.Client // for DDL and single-client work
-	ceil     *ceiling
 	ceilAddr string
 	ceilCl   *flightsql.Client // one connection, as e.node
 	tables   int
 	base     *baselines // PostgreSQL, Kafka: started once, or why not (baselines.go)
 	dataDir  string     // the node's
+	// nodeCPU and ceilCPU are the CPU time each server process has used,
+	// in seconds; nil when the servers run in this process (server.go).
+	nodeCPU, ceilCPU func() (float64, error)
+	nodePID          int // the node's process; 0: this one
 }
 
 // runners run one workload each.
@@ -109,35 +110,61 @@ func openEnv(ctx context.Context, cfg Config) (*env, func() error, error) {
 	fail := func(err error) (*env, func() error, error) {
 		return nil, nil, errors.Join(err, closeAll())
 	}
-	prog.logf("starting a node in %s (sync=%s)", dir, cfg.Sync)
-	serveCtx, stopServe := context.WithCancel(context.Background())
-	n, err := node.Start(ctx, node.Config{DataDir: dir, Listen: "127.0.0.1:0", HTTP: "off", Sync: cfg.Sync,
-		Version: "bench", Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		stopServe()
-		return fail(fmt.Errorf("start node: %w", err))
-	}
-	served := make(chan error, 1)
-	go func() { served <- n.Serve(serveCtx) }()
-	cleanups = append(cleanups, func() error { stopServe(); return <-served })
-	ceil, ceilAddr, stopCeil, err := startCeiling(serveCtx)
+	nodeSrv, ceilSrv, err := startServers(ctx, cfg, dir, prog)
 	if err != nil {
 		return fail(err)
 	}
-	cleanups = append(cleanups, func() error { stopCeil(); return nil })
-	cl, err := dial(n.Addr())
+	cleanups = append(cleanups, nodeSrv.stop, ceilSrv.stop)
+	cl, err := dial(nodeSrv.addr)
 	if err != nil {
 		return fail(err)
 	}
 	cleanups = append(cleanups, cl.Close)
-	ceilCl, err := dial(ceilAddr)
+	ceilCl, err := dial(ceilSrv.addr)
 	if err != nil {
 		return fail(err)
 	}
 	cleanups = append(cleanups, ceilCl.Close)
 	base, stopBase := startBaselines(ctx, cfg, prog)
 	cleanups = append(cleanups, stopBase)
-	return &env{cfg: cfg, prog: prog, nodeAddr: n.Addr(), node: cl, ceil: ceil, ceilAddr: ceilAddr, ceilCl: ceilCl, base: base, dataDir: dir}, closeAll, nil
+	return &env{cfg: cfg, prog: prog, nodeAddr: nodeSrv.addr, node: cl, ceilAddr: ceilSrv.addr, ceilCl: ceilCl, base: base, dataDir: dir,
+		nodeCPU: nodeSrv.cpu, ceilCPU: ceilSrv.cpu, nodePID: nodeSrv.pid}, closeAll, nil
+}
+
+// startServers starts the node (its data in dir) and the ceiling, each in
+// a child process when cfg.ServerCommand is set, else in this process.
+func startServers(ctx context.Context, cfg Config, dir string, prog *progress) (nodeSrv, ceilSrv *server, err error) {
+	if len(cfg.ServerCommand) > 0 {
+		prog.logf("starting a node process in %s (sync=%s) and a ceiling process", dir, cfg.Sync)
+		nodeArgs, ceilArgs := []string{"-data-dir", dir, "-sync", cfg.Sync}, []string(nil)
+		if p := cfg.ServerCPUProfile; p != "" {
+			ext := filepath.Ext(p)
+			nodeArgs = append(nodeArgs, "-cpuprofile", p)
+			ceilArgs = append(ceilArgs, "-cpuprofile", strings.TrimSuffix(p, ext)+"-ceiling"+ext)
+		}
+		if nodeSrv, err = startChild(cfg.ServerCommand, "node", nodeArgs...); err != nil {
+			return nil, nil, err
+		}
+		if ceilSrv, err = startChild(cfg.ServerCommand, "ceiling", ceilArgs...); err != nil {
+			return nil, nil, errors.Join(err, nodeSrv.stop())
+		}
+		return nodeSrv, ceilSrv, nil
+	}
+	prog.logf("starting a node in %s (sync=%s)", dir, cfg.Sync)
+	serveCtx, stopServe := context.WithCancel(context.Background())
+	n, err := startNode(ctx, dir, "127.0.0.1:0", cfg.Sync)
+	if err != nil {
+		stopServe()
+		return nil, nil, err
+	}
+	served := make(chan error, 1)
+	go func() { served <- n.Serve(serveCtx) }()
+	nodeSrv = &server{addr: n.Addr(), stop: func() error { stopServe(); return <-served }}
+	_, ceilAddr, stopCeil, err := startCeiling(serveCtx, "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, errors.Join(err, nodeSrv.stop())
+	}
+	return nodeSrv, &server{addr: ceilAddr, stop: func() error { stopCeil(); return nil }}, nil
 }
 
 // dial connects a Flight SQL client, as a Go application would, with the

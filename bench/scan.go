@@ -10,8 +10,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
-
-	"github.com/lakestream/lakestream/internal/arrowmsg"
 )
 
 // The scan workload: SELECT * of a table of Config.Rows rows that are all
@@ -36,24 +34,25 @@ func runScan(ctx context.Context, e *env) (*WorkloadReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	codec := map[string]arrowmsg.Codec{"none": arrowmsg.CodecNone, "lz4": arrowmsg.CodecLZ4, "zstd": arrowmsg.CodecZstd}[cfg.Codec]
 	read := func(keep bool) ([][]arrow.RecordBatch, error) {
 		return scanNode(ctx, e, e.node, table, int64(cfg.Rows), keep)
 	}
-	if err := scanVsCeiling(e, w, "", int64(cfg.Rows), size, read, cfg.Codec, &codec); err != nil {
+	if err := scanVsCeiling(e, w, "", int64(cfg.Rows), size, read, e.nodeCPU, cfg.Codec); err != nil {
 		return nil, err
 	}
 	return w, e.dropTable(ctx, table)
 }
 
 // scanVsCeiling measures a scan of rows rows (size bytes of Arrow data; 0:
-// the size of the records read) by
-// read against the ceiling serving, stream by stream, exactly the records
-// read's first call returned: uncompressed ("ceiling", the target's
-// reference), and, with codec set, pre-encoded with it ("ceiling-<name>").
-// Runs rounds of every side, the order rotated run by run; the figures go
-// to w under a group naming the rows and endpoints, after label.
-func scanVsCeiling(e *env, w *WorkloadReport, label string, rows, size int64, read func(keep bool) ([][]arrow.RecordBatch, error), name string, codec *arrowmsg.Codec) error {
+// the size of the records read) by read against the ceiling serving,
+// stream by stream, exactly the records read's first call returned:
+// uncompressed ("ceiling", the target's reference), and, with codec set,
+// pre-encoded with it ("ceiling-<codec>"). Runs rounds of every side, the
+// order rotated run by run; the figures go to w under a group naming the
+// rows and endpoints, after label. With nodeCPU (the node that read
+// scans in a process of its own) and the ceiling in one too, each side's
+// server CPU per million rows is reported beside its throughput.
+func scanVsCeiling(e *env, w *WorkloadReport, label string, rows, size int64, read func(keep bool) ([][]arrow.RecordBatch, error), nodeCPU func() (float64, error), codec string) error {
 	cfg := e.cfg
 	ctx := context.Background()
 	what := "scan" // in progress lines: the label ends in ": "
@@ -77,36 +76,44 @@ func scanVsCeiling(e *env, w *WorkloadReport, label string, rows, size int64, re
 	if size == 0 {
 		size = readBytes
 	}
-	enc := arrowmsg.CodecNone
-	if codec != nil {
-		enc = *codec
+	enc := codec
+	if enc == "" {
+		enc = "none"
 	}
-	if err := e.ceil.setScan(schema, streams, enc); err != nil {
+	err = setCeilingScan(ctx, e.ceilCl.Client, schema, streams, enc)
+	for _, recs := range streams {
+		release(recs)
+	}
+	if err != nil {
 		return err
 	}
-	defer e.ceil.setScan(schema, nil, enc)
-	sides := []struct {
+	type side struct {
 		name string
+		cpu  func() (float64, error)
 		read func() (int64, error)
-	}{
-		{"lakestream", func() (int64, error) { _, err := read(false); return rows, err }},
-		{"ceiling", func() (int64, error) { return readTickets(ctx, e, e.ceilCl.Client, e.ceil.tickets("plain"), nil) }},
 	}
-	encodedName := "ceiling-" + name
-	if codec != nil {
-		sides = append(sides, struct {
-			name string
-			read func() (int64, error)
-		}{encodedName, func() (int64, error) { return readTickets(ctx, e, e.ceilCl.Client, e.ceil.tickets("encoded"), nil) }})
+	sides := []side{
+		{"lakestream", nodeCPU, func() (int64, error) { _, err := read(false); return rows, err }},
+		{"ceiling", e.ceilCPU, func() (int64, error) {
+			return readTickets(ctx, e, e.ceilCl.Client, ceilingTickets("plain", len(streams)), nil)
+		}},
+	}
+	encodedName := "ceiling-" + codec
+	if codec != "" {
+		sides = append(sides, side{encodedName, e.ceilCPU, func() (int64, error) {
+			return readTickets(ctx, e, e.ceilCl.Client, ceilingTickets("encoded", len(streams)), nil)
+		}})
 	}
 	secs := make([][]float64, len(sides))
+	cpus := make([][]float64, len(sides)) // server CPU-s per million rows
 	for run := 1; run <= cfg.Runs; run++ {
 		for k := range sides {
 			i := (k + run - 1) % len(sides) // rotate the order run by run
 			s := sides[i]
 			e.prog.step(rows, "rows", "%s, run %d/%d: %s", what, run, cfg.Runs, s.name)
 			start := time.Now()
-			n, err := s.read()
+			var n int64
+			cpu, ok, err := cpuSpan(s.cpu, func() (err error) { n, err = s.read(); return err })
 			if err != nil {
 				return fmt.Errorf("%s: %w", s.name, err)
 			}
@@ -114,6 +121,9 @@ func scanVsCeiling(e *env, w *WorkloadReport, label string, rows, size int64, re
 				return fmt.Errorf("%s read %d rows, want %d", s.name, n, rows)
 			}
 			secs[i] = append(secs[i], time.Since(start).Seconds())
+			if ok {
+				cpus[i] = append(cpus[i], cpu/float64(rows)*1e6)
+			}
 		}
 	}
 	group := fmt.Sprintf("%s%s rows, %d endpoints", label, human(float64(rows)), len(streams))
@@ -129,9 +139,18 @@ func scanVsCeiling(e *env, w *WorkloadReport, label string, rows, size int64, re
 	}
 	w.ratio(group, "lakestream", "ceiling", "throughput", "higher is better; 1 = as fast as the ceiling", mbps[0], mbps[1], 0.8, 0)
 	line := fmt.Sprintf("scan %s: lakestream %s MB/s, ceiling %s MB/s", group, human(summarize(mbps[0]).Median), human(summarize(mbps[1]).Median))
-	if codec != nil {
+	if codec != "" {
 		w.ratio(group, "lakestream", encodedName, "throughput", "higher is better; same client decompression on both sides", mbps[0], mbps[2], 0, 0)
 		line += fmt.Sprintf(", %s %s MB/s", encodedName, human(summarize(mbps[2]).Median))
+	}
+	if len(cpus[0]) > 0 && len(cpus[1]) > 0 {
+		for i, s := range sides {
+			w.figure(group, s.name, serverCPU, cpuUnit, cpus[i])
+		}
+		w.ratio(group, "lakestream", "ceiling", serverCPU, "lower is better; 1 = the server spends as much CPU per row as the ceiling", cpus[0], cpus[1], 0, 0)
+		line += fmt.Sprintf("; server CPU lakestream %s, ceiling %s s/Mrows", trim(summarize(cpus[0]).Median), trim(summarize(cpus[1]).Median))
+	} else if e.nodeCPU == nil {
+		w.note(cpuMissing)
 	}
 	e.prog.logf("%s", line)
 	return nil

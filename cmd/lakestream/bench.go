@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -69,8 +70,10 @@ func benchConfig(args []string) (bench.Config, error) {
 	fs.IntVar(&cfg.PKLakeKeys, "pklake-keys", 0, "keys in the lake of the pklake workload's union read and pyiceberg figures (default 10000000; -short: 20000)")
 	fs.IntVar(&cfg.PKLakeUpdates, "pklake-updates", 0, "keys the pklake workload updates in the log tail, at most -pklake-keys, and the inserts (then as many updates) of its tiering stream (default 1000000; -short: 2000)")
 	fs.BoolVar(&cfg.Short, "short", false, "smoke-test sizes: seconds, for correctness, not figures")
+	inProcess := fs.Bool("in-process", false, "run the node and the ceiling in the benchmark's process (no server CPU figures) instead of a child process each")
+	fs.StringVar(&cfg.ServerCPUProfile, "server-cpuprofile", "", `CPU profile of the node process's whole run to this path, the ceiling's with "-ceiling" before the extension`)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: lakestream bench [flags]\n\nRuns the benchmark suite (docs/benchmarks.md) against an in-process node and its baselines.\n\nflags:")
+		fmt.Fprintln(fs.Output(), "usage: lakestream bench [flags]\n\nRuns the benchmark suite (docs/benchmarks.md) against a node and its baselines.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -78,6 +81,13 @@ func benchConfig(args []string) (bench.Config, error) {
 	}
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("bench: unexpected argument %q", fs.Arg(0))
+	}
+	if !*inProcess {
+		exe, err := os.Executable()
+		if err != nil {
+			return cfg, fmt.Errorf("bench: the node's process: %w", err)
+		}
+		cfg.ServerCommand = []string{exe, "bench-server"}
 	}
 	cfg.Workloads = splitList(*workloads)
 	cfg.Baselines = []string{} // none unless listed
@@ -103,3 +113,7 @@ func splitList(s string) []string {
 	}
 	return out
 }
+
+// runBenchServer is `lakestream bench-server`, which `lakestream bench`
+// starts to run its node, and its ceiling, each in a process of its own.
+func runBenchServer(args []string) error { return bench.ServeChild(args, os.Stderr) }

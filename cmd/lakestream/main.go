@@ -43,6 +43,8 @@ func main() {
 		err = runCluster(ctx, os.Args[2:], os.Stdout)
 	case "bench":
 		err = runBench(ctx, os.Args[2:], os.Stdout, os.Stderr)
+	case "bench-server": // the node or ceiling process of `lakestream bench` (bench.ServeChild)
+		err = runBenchServer(os.Args[2:])
 	case "version":
 		printVersion(os.Stdout)
 	case "-h", "--help", "help":

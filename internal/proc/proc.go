@@ -83,6 +83,9 @@ func (p *Process) Alive() error {
 	}
 }
 
+// Pid is the process id: the process group's leader.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
 // Exited is closed once the process has exited (Alive then says how).
 func (p *Process) Exited() <-chan struct{} { return p.exited }
 
