@@ -56,7 +56,7 @@ type Config struct {
 	// Default "always".
 	Sync string
 	// Codec is the log.compression of the benchmark tables: "zstd", "lz4"
-	// or "none". Default "zstd" (the table default).
+	// or "none". Default "lz4" (the table default).
 	Codec string
 	// DataDir is where the node keeps its data. Default: a new directory
 	// under the OS temp dir, removed afterwards. A given directory is kept.
@@ -207,7 +207,7 @@ func (c *Config) EnsureDefaults() {
 		c.Sync = "always"
 	}
 	if c.Codec == "" {
-		c.Codec = "zstd"
+		c.Codec = "lz4"
 	}
 	if c.Progress == nil {
 		c.Progress = io.Discard

@@ -15,7 +15,7 @@ func TestOptionDefaults(t *testing.T) {
 	}
 	want := Options{
 		BucketNum:         3,
-		LogCompression:    CompressionZstd,
+		LogCompression:    CompressionLZ4,
 		LogRetention:      7 * 24 * time.Hour,
 		LogSegmentBytes:   256 << 20,
 		DatalakeEnabled:   true,

@@ -55,7 +55,7 @@ func benchConfig(args []string) (bench.Config, error) {
 	fs.DurationVar(&cfg.Duration, "duration", 0, "length of each subscription measurement (default 5s; -short: 500ms)")
 	fs.IntVar(&cfg.MaxRate, "max-rate", 0, "cap of the highest-sustainable-rate search, rows/s (default 2560000; -short: 40000)")
 	fs.StringVar(&cfg.Sync, "sync", "always", "node log durability: always (fsync before acknowledging) or never")
-	fs.StringVar(&cfg.Codec, "codec", "zstd", "log.compression of the benchmark tables: zstd, lz4 or none")
+	fs.StringVar(&cfg.Codec, "codec", "lz4", "log.compression of the benchmark tables: lz4 (the table default), zstd or none")
 	fs.StringVar(&cfg.DataDir, "data-dir", "", "node data directory, kept afterwards (default: a temp dir, removed)")
 	fs.StringVar(&cfg.OutDir, "out", "bench-results", `directory for results.json and results.html ("" writes none)`)
 	baselines := fs.String("baselines", strings.Join(bench.Baselines, ","), `baselines to start and measure against, comma-separated, or "none"; the others are reported missing`)
