@@ -1,6 +1,7 @@
 package flightsrv
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lakestream/lakestream/internal/arrowmsg"
+	"github.com/lakestream/lakestream/tables"
 )
 
 // checkedStream wraps an incoming DoPut stream and checks every Arrow
@@ -24,10 +26,14 @@ type checkedStream struct {
 	schema *arrow.Schema
 	peeked *flight.FlightData
 	err    error
+	ctx    context.Context // the stream's, which leads to this stream (sentOf)
+	// lastRecord is the last record batch message checked, for the record
+	// the IPC reader decodes from it (sentOf); nil once taken.
+	lastRecord *flight.FlightData
 }
 
 func newCheckedStream(s flight.FlightService_DoPutServer, o Options) *checkedStream {
-	return &checkedStream{
+	c := &checkedStream{
 		FlightService_DoPutServer: s,
 		mem:                       o.Mem,
 		limits: arrowmsg.Limits{
@@ -36,6 +42,33 @@ func newCheckedStream(s flight.FlightService_DoPutServer, o Options) *checkedStr
 			MaxRows:              1 << 31,
 		},
 	}
+	c.ctx = context.WithValue(s.Context(), checkedStreamKey{}, c)
+	return c
+}
+
+type checkedStreamKey struct{}
+
+// Context is the stream's context, from which the ingest that reads the
+// stream through the Flight SQL router finds it again (sentOf).
+func (c *checkedStream) Context() context.Context { return c.ctx }
+
+// sentOf returns the message that the record just read from the DoPut
+// stream of ctx was decoded from, when it was sent compressed: the IPC
+// reader reads one message after another, no further than the record it
+// returns, so the last record batch message checked is that record's.
+// Each message is returned once.
+func sentOf(ctx context.Context, rec arrow.RecordBatch) (tables.Sent, bool) {
+	c, ok := ctx.Value(checkedStreamKey{}).(*checkedStream)
+	if !ok || c.lastRecord == nil {
+		return tables.Sent{}, false
+	}
+	fd := c.lastRecord
+	c.lastRecord = nil
+	hdr, err := arrowmsg.ParseRecordBatch(fd.GetDataHeader())
+	if err != nil || hdr.Codec == arrowmsg.CodecNone || hdr.Length != rec.NumRows() {
+		return tables.Sent{}, false
+	}
+	return tables.Sent{Meta: fd.GetDataHeader(), Body: fd.GetDataBody()}, true
 }
 
 // peek returns the first message without consuming it.
@@ -94,8 +127,11 @@ func (c *checkedStream) check(fd *flight.FlightData) error {
 		if c.schema == nil {
 			return fmt.Errorf("%w: record batch before the schema", arrowmsg.ErrMalformed)
 		}
-		_, err := arrowmsg.Validate(c.schema, meta, fd.GetDataBody(), c.limits)
-		return err
+		if _, err := arrowmsg.Validate(c.schema, meta, fd.GetDataBody(), c.limits); err != nil {
+			return err
+		}
+		c.lastRecord = fd
+		return nil
 	case arrowmsg.KindDictionaryBatch:
 		_, err := arrowmsg.ValidateDictionary(c.schema, meta, fd.GetDataBody(), c.limits)
 		return err

@@ -121,7 +121,13 @@ func (s *Server) ingest(ctx context.Context, t *tables.Table, rdr interface {
 	}
 	defer a.Release()
 	for rdr.Next() {
-		if err := a.Add(ctx, rdr.RecordBatch()); err != nil {
+		rec := rdr.RecordBatch()
+		if sent, ok := sentOf(ctx, rec); ok {
+			err = a.AddSent(ctx, rec, sent) // compressed: stored as sent when it fits (docs/flight.md)
+		} else {
+			err = a.Add(ctx, rec)
+		}
+		if err != nil {
 			return a.Written(), err
 		}
 	}

@@ -35,6 +35,7 @@ type Appender struct {
 	t       *Table
 	def     *catalog.Table
 	pending []arrow.RecordBatch
+	sent    []*Sent  // of each pending record, the message it is stored as; nil: encoded
 	present [][]bool // of each pending record of a primary-key table (pk_api.go)
 	size    int64    // Arrow bytes of pending
 	written int64    // rows acknowledged
@@ -81,6 +82,30 @@ func (a *Appender) full(ctx context.Context) error {
 // queued once it reaches MaxWriteBytes. A record that does not fit the
 // table is a *SchemaError.
 func (a *Appender) Add(ctx context.Context, rec arrow.RecordBatch) error {
+	return a.add(ctx, rec, nil)
+}
+
+// Sent is a record batch as a client sent it: the data header (a Message
+// flatbuffer) and body of an Arrow IPC RecordBatch message with a
+// compressed body, which the caller checked (arrowmsg.Validate) and
+// decoded into the record given with it.
+type Sent struct{ Meta, Body []byte }
+
+// AddSent is Add of rec, decoded from sent. When the record needs no
+// change to fit the table (conform keeps every column), goes whole to one
+// bucket and the table compresses its log, the write stores sent's bytes
+// as they are instead of encoding rec again: compressed input is stored
+// as sent (docs/flight.md). Otherwise it is Add. The appender keeps sent
+// until the write.
+func (a *Appender) AddSent(ctx context.Context, rec arrow.RecordBatch, sent Sent) error {
+	hdr, err := arrowmsg.ParseRecordBatch(sent.Meta)
+	if err != nil || hdr.Codec == arrowmsg.CodecNone || hdr.Length != rec.NumRows() || hdr.BodyLength != int64(len(sent.Body)) {
+		return a.add(ctx, rec, nil) // not a compressed message of these rows: encoded as any record
+	}
+	return a.add(ctx, rec, &sent)
+}
+
+func (a *Appender) add(ctx context.Context, rec arrow.RecordBatch, sent *Sent) error {
 	if a.t.pk != nil {
 		return a.addPK(ctx, rec)
 	}
@@ -88,9 +113,28 @@ func (a *Appender) Add(ctx context.Context, rec arrow.RecordBatch) error {
 	if err != nil {
 		return err
 	}
+	if sent != nil && (a.def.Options.LogCompression == catalog.CompressionNone || !sameColumns(c, rec)) {
+		sent = nil
+	}
 	a.pending = append(a.pending, c)
+	a.sent = append(a.sent, sent)
 	a.size += arrowmsg.RecordBytes(c)
 	return a.full(ctx)
+}
+
+// sameColumns says that conform kept every column of in as it was (the
+// schemas may differ in names or nullability, not in layout), so that a
+// message of in decodes to out under the table's schema.
+func sameColumns(out, in arrow.RecordBatch) bool {
+	if out.NumCols() != in.NumCols() {
+		return false
+	}
+	for i := range out.Columns() {
+		if out.Column(i) != in.Column(i) {
+			return false
+		}
+	}
+	return true
 }
 
 // Flush writes the queued records as one atomic write and returns once
@@ -159,7 +203,7 @@ func (a *Appender) flush(ctx context.Context) error {
 	if a.t.pk != nil {
 		return a.flushPK(ctx)
 	}
-	parts, rows, err := a.t.encode(ctx, a.def, a.pending, a.writer)
+	parts, rows, err := a.t.encode(ctx, a.def, a.pending, a.sent, a.writer)
 	if err != nil || rows == 0 {
 		return err
 	}
@@ -179,7 +223,8 @@ func (a *Appender) Release() {
 		r.Release()
 	}
 	clear(a.pending)
-	a.pending, a.present, a.size = a.pending[:0], a.present[:0], 0
+	clear(a.sent)
+	a.pending, a.sent, a.present, a.size = a.pending[:0], a.sent[:0], a.present[:0], 0
 }
 
 // Write conforms recs and writes them (in atomic writes of up to

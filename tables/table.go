@@ -59,12 +59,15 @@ func (t *Table) setDef(def *catalog.Table) {
 func (t *Table) Log() *columnarlog.TableLog { return t.log }
 
 // encode splits the records by bucket and encodes each piece as a log
-// batch of writer w (none when w.ID is 0), compressing in parallel.
-func (t *Table) encode(ctx context.Context, def *catalog.Table, recs []arrow.RecordBatch, w Writer) ([][]columnarlog.Batch, int64, error) {
+// batch of writer w (none when w.ID is 0), compressing in parallel. A
+// record with a sent message (sent[i], nil: none) that goes whole to one
+// bucket is stored as that message, not encoded again.
+func (t *Table) encode(ctx context.Context, def *catalog.Table, recs []arrow.RecordBatch, sent []*Sent, w Writer) ([][]columnarlog.Batch, int64, error) {
 	n := t.log.Buckets()
 	type job struct {
 		bucket int
 		rec    arrow.RecordBatch
+		sent   *Sent
 	}
 	var jobs []job
 	var rows int64
@@ -82,31 +85,46 @@ func (t *Table) encode(ctx context.Context, def *catalog.Table, recs []arrow.Rec
 		assigner = a
 	}
 	var ids []int32
-	for _, rec := range recs {
+	for i, rec := range recs {
 		if rec.NumRows() == 0 {
 			continue
 		}
 		rows += rec.NumRows()
+		var s *Sent
+		if i < len(sent) {
+			s = sent[i]
+		}
 		if assigner == nil {
 			rec.Retain()
-			jobs = append(jobs, job{t.bucketFor(n), rec})
+			jobs = append(jobs, job{t.bucketFor(n), rec, s})
 			continue
 		}
 		ids = assigner.Assign(rec, ids[:0])
+		if b, ok := oneBucket(ids); ok {
+			rec.Retain()
+			jobs = append(jobs, job{int(b), rec, s})
+			continue
+		}
 		split, err := bucket.Split(rec, ids, n, t.mem)
 		if err != nil {
 			return nil, 0, fmt.Errorf("table %s: split by bucket: %w", def.FullName(), err)
 		}
 		for b, r := range split {
 			if r != nil {
-				jobs = append(jobs, job{b, r})
+				jobs = append(jobs, job{b, r, nil})
 			}
 		}
 	}
 	batches := make([]columnarlog.Batch, len(jobs))
 	codec := codecOf(def.Options.LogCompression)
 	err := parallel(ctx, len(jobs), func(i int) error {
-		b, err := encodeBatch(jobs[i].rec, def.SchemaID, w, codec, t.mem)
+		var b columnarlog.Batch
+		var err error
+		if s := jobs[i].sent; s != nil {
+			b, err = storeSent(jobs[i].rec, *s, def.SchemaID, w)
+		} else {
+			b, err = encodeBatch(jobs[i].rec, def.SchemaID, w, codec, t.mem)
+		}
 		batches[i] = b
 		return err
 	})
@@ -118,6 +136,16 @@ func (t *Table) encode(ctx context.Context, def *catalog.Table, recs []arrow.Rec
 		parts[j.bucket] = append(parts[j.bucket], batches[i])
 	}
 	return parts, rows, nil
+}
+
+// oneBucket says whether every row goes to the same bucket, and which.
+func oneBucket(ids []int32) (int32, bool) {
+	for _, id := range ids[1:] {
+		if id != ids[0] {
+			return 0, false
+		}
+	}
+	return ids[0], len(ids) > 0
 }
 
 func codecOf(c catalog.Compression) arrowmsg.Codec {
@@ -148,6 +176,34 @@ func encodeBatch(rec arrow.RecordBatch, schemaID int32, w Writer, codec arrowmsg
 	}
 	return columnarlog.FinishBatch(buf[start:], columnarlog.Header{
 		Codec:       columnarlog.Codec(codec),
+		Stats:       true,
+		SchemaID:    schemaID,
+		WriterID:    w.ID,
+		WriterSeq:   w.Seq,
+		RecordCount: int32(rec.NumRows()),
+	})
+}
+
+// storeSent builds a log batch of rec, decoded from sent, that stores
+// sent's message bytes as they are, with rec's statistics.
+func storeSent(rec arrow.RecordBatch, sent Sent, schemaID int32, w Writer) (columnarlog.Batch, error) {
+	if rec.NumRows() > 1<<31-1 {
+		return nil, fmt.Errorf("%d rows in one record, over the 2^31-1 limit", rec.NumRows())
+	}
+	buf, start := columnarlog.StartBatch(nil)
+	buf, err := columnarlog.AppendStatsSection(buf, computeStats(rec))
+	if err != nil {
+		return nil, err
+	}
+	buf, hdr, err := arrowmsg.AppendMessage(buf, sent.Meta, sent.Body)
+	if err != nil {
+		return nil, err
+	}
+	if hdr.Length != rec.NumRows() {
+		return nil, fmt.Errorf("the sent message holds %d rows, its record %d", hdr.Length, rec.NumRows())
+	}
+	return columnarlog.FinishBatch(buf[start:], columnarlog.Header{
+		Codec:       columnarlog.Codec(hdr.Codec),
 		Stats:       true,
 		SchemaID:    schemaID,
 		WriterID:    w.ID,

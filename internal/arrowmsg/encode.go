@@ -161,3 +161,25 @@ func RecordBytes(rec arrow.RecordBatch) int64 {
 	}
 	return n
 }
+
+// AppendMessage appends a RecordBatch message received as it was sent (a
+// Flight message's data header and body) as one encapsulated message, the
+// bytes unchanged: what a log batch stores when a client's compressed
+// batch needs no re-encoding. It checks only that meta is a RecordBatch
+// message whose body length is len(body); whether the body fits a schema
+// is Validate's job, done by the caller before decoding it.
+func AppendMessage(dst, meta, body []byte) ([]byte, *RecordBatchHeader, error) {
+	hdr, err := ParseRecordBatch(meta)
+	if err != nil {
+		return dst, nil, fmt.Errorf("append message: %w", err)
+	}
+	if hdr.BodyLength != int64(len(body)) {
+		return dst, nil, fmt.Errorf("append message: %w", malformed("message claims a %d-byte body, %d bytes were sent", hdr.BodyLength, len(body)))
+	}
+	out := slices.Grow(dst, prefixSize+int(align8(int64(len(meta))))+len(body))
+	out, err = appendFrame(out, meta)
+	if err != nil {
+		return dst, nil, err
+	}
+	return append(out, body...), hdr, nil
+}
