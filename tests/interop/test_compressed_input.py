@@ -28,6 +28,8 @@ def test_compressed_put_reads_back_equal(server, conn, codec, buckets):
     got = pa.concat_tables([client.do_get(ep.ticket).read_all() for ep in info.endpoints]).sort_by("id")
     for col in data.column_names:
         assert got.column(col).equals(data.column(col)), col
+    proj = query(conn, "SELECT kind, id FROM ev").sort_by("id")
+    assert proj.column("kind").equals(data.column("kind")) and proj.column("id").equals(data.column("id"))
     # What is stored is compressed: well below the raw Arrow bytes.
     disk = dir_bytes(os.path.join(server.data_dir, "tables"))
     assert disk < data.nbytes * 0.8, f"{disk} bytes stored for {data.nbytes} bytes of Arrow data"
