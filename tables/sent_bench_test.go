@@ -19,8 +19,8 @@ import (
 // same 16,384-row record written to a one-bucket lz4 table encoded by the
 // node (Add) or as the LZ4 message a client sent (AddSent), and to a
 // 4-bucket table whose key puts every row of the record in one bucket
-// (Add: not copied by the split) against one that spreads them (Add: split
-// in four; the rows hold 3 kinds and nulls). Without fsyncs (SyncNever); the figure is the process's CPU
+// (Add: kept whole, as bucket.Split keeps it) against one that spreads them
+// (Add: split in four; the rows hold 3 kinds and nulls). Without fsyncs (SyncNever); the figure is the process's CPU
 // per million rows (docs/benchmarks.md):
 //
 //	go test -run '^$' -bench BenchmarkWriteSent -benchtime 200x ./tables/

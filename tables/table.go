@@ -100,7 +100,7 @@ func (t *Table) encode(ctx context.Context, def *catalog.Table, recs []arrow.Rec
 			continue
 		}
 		ids = assigner.Assign(rec, ids[:0])
-		if b, ok := oneBucket(ids); ok {
+		if b, ok := oneBucket(ids); ok { // kept whole, as Split would, with its sent message
 			rec.Retain()
 			jobs = append(jobs, job{int(b), rec, s})
 			continue
