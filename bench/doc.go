@@ -49,7 +49,9 @@
 //
 // bench is a library: `lakestream bench` (cmd/lakestream/bench.go) only binds
 // flags to Config. Every node it measures is started by node.Start, never
-// wired here: the workloads talk to a node as a client does, over Flight
+// wired here (the main node and the ceiling in child processes of their own
+// when Config.ServerCommand is set, server.go, so that their CPU per row is
+// measured apart from the clients'): the workloads talk to a node as a client does, over Flight
 // SQL, except that the lake workloads run tiering rounds and maintenance,
 // plan union reads and read the Iceberg tables through node's accessors
 // (Node.Lake, Node.Resolver, Node.LakeCatalog, Node.Tables). Of Lakestream's
