@@ -36,9 +36,10 @@ func (s *sentBodies) Send(fd *flight.FlightData) error {
 	return s.FlightService_DoPutClient.Send(fd)
 }
 
-// putCompressed appends recs to table by a plain DoPut whose bodies are
-// compressed with codec, and returns the bodies sent and the reply's error.
-func putCompressed(t *testing.T, ts *testServer, table string, codec ipc.Option, mutate func(*flight.FlightData), recs ...arrow.RecordBatch) ([][]byte, error) {
+// putCompressed appends recs by a DoPut under desc (a plain PATH or a
+// Flight SQL ingest) whose bodies are compressed with codec, and returns the
+// bodies sent and the call's error.
+func putCompressed(t *testing.T, ts *testServer, desc *flight.FlightDescriptor, codec ipc.Option, mutate func(*flight.FlightData), recs ...arrow.RecordBatch) ([][]byte, error) {
 	t.Helper()
 	stream, err := ts.cl.Client.DoPut(testCtx(t))
 	if err != nil {
@@ -46,7 +47,7 @@ func putCompressed(t *testing.T, ts *testServer, table string, codec ipc.Option,
 	}
 	sb := &sentBodies{FlightService_DoPutClient: stream, mutate: mutate}
 	w := flight.NewRecordWriter(sb, ipc.WithSchema(recs[0].Schema()), codec)
-	w.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{table}})
+	w.SetFlightDescriptor(desc)
 	for _, r := range recs {
 		if err := w.Write(r); err != nil {
 			w.Close()
@@ -111,24 +112,30 @@ func TestCompressedInputStoredAsSent(t *testing.T) {
 		{"split over 4 buckets", "'bucket.num'='4', 'bucket.key'='id'", ipc.WithLZ4(), 500, false},
 		{"table stores uncompressed", "'bucket.num'='1', 'log.compression'='none'", ipc.WithLZ4(), 500, false},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			name := fmt.Sprintf("sent%d", ts.tables.Add(1))
-			ts.mustExec("CREATE TABLE " + name + " " + eventsCols + " WITH (" + tc.with + ")")
-			recs := []arrow.RecordBatch{events(t, 0, tc.rows), events(t, tc.rows, tc.rows)}
-			sent, err := putCompressed(t, ts, name, tc.codec, nil, recs...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			stored, codecs := storedMessages(t, ts, name)
-			for _, s := range sent {
-				got := slices.ContainsFunc(stored, func(b []byte) bool { return bytes.Equal(b, s) })
-				if got != tc.asSent {
-					t.Errorf("a sent body is stored as sent: %v, want %v (stored codecs %v)", got, tc.asSent, codecs)
+		for _, api := range []string{"plain DoPut", "Flight SQL ingest"} {
+			t.Run(tc.name+", "+api, func(t *testing.T) {
+				name := fmt.Sprintf("sent%d", ts.tables.Add(1))
+				ts.mustExec("CREATE TABLE " + name + " " + eventsCols + " WITH (" + tc.with + ")")
+				recs := []arrow.RecordBatch{events(t, 0, tc.rows), events(t, tc.rows, tc.rows)}
+				desc := pathDesc(name)
+				if api == "Flight SQL ingest" {
+					desc = ingestDesc(t, name)
 				}
-			}
-			sameRows(t, "SELECT *", ts.fetch(ts.mustExec("SELECT * FROM "+name)), eventRows(t, 0, 2*tc.rows))
-			sameRows(t, "SELECT kind, id", ts.fetch(ts.mustExec("SELECT kind, id FROM "+name)), eventRows(t, 0, 2*tc.rows, 2, 0))
-		})
+				sent, err := putCompressed(t, ts, desc, tc.codec, nil, recs...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				stored, codecs := storedMessages(t, ts, name)
+				for _, s := range sent {
+					got := slices.ContainsFunc(stored, func(b []byte) bool { return bytes.Equal(b, s) })
+					if got != tc.asSent {
+						t.Errorf("a sent body is stored as sent: %v, want %v (stored codecs %v)", got, tc.asSent, codecs)
+					}
+				}
+				sameRows(t, "SELECT *", ts.fetch(ts.mustExec("SELECT * FROM "+name)), eventRows(t, 0, 2*tc.rows))
+				sameRows(t, "SELECT kind, id", ts.fetch(ts.mustExec("SELECT kind, id FROM "+name)), eventRows(t, 0, 2*tc.rows, 2, 0))
+			})
+		}
 	}
 }
 
@@ -162,7 +169,7 @@ func TestCompressedInputRefused(t *testing.T) {
 		{"truncated body", codes.InvalidArgument, func(fd *flight.FlightData) { fd.DataBody = fd.DataBody[:len(fd.DataBody)/2] }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := putCompressed(t, ts, "ev", ipc.WithLZ4(), tc.mutate, events(t, 0, 300))
+			_, err := putCompressed(t, ts, ingestDesc(t, "ev"), ipc.WithLZ4(), tc.mutate, events(t, 0, 300))
 			expectCode(t, err, tc.code)
 			if n := ts.count("ev"); n != 0 {
 				t.Errorf("%d rows stored after a refused call", n)
