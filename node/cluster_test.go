@@ -66,9 +66,34 @@ func TestClusterConfigValidate(t *testing.T) {
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "replication between nodes does not authenticate yet") {
 		t.Errorf("cluster with auth on: %v", err)
 	}
-	cfg.Security.Auth, cfg.Catalog = AuthOff, "postgres://h/db"
-	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "shared lake") {
-		t.Errorf("cluster with a shared lake: %v", err)
+	// A lake the nodes share: a PostgreSQL catalog, an s3:// warehouse and
+	// shared table definitions; anything between is refused, naming why.
+	cfg.Security.Auth, cfg.S3.Region = AuthOff, "us-east-1"
+	for _, tt := range []struct {
+		catalog, warehouse, meta string
+		want                     []string // "" for none
+	}{
+		{"postgres://h/ice", "s3://lake/wh", "postgres://h/meta", nil},
+		{"postgres://h/ice", "file:///srv/wh", "postgres://h/meta", []string{`warehouse "file:///srv/wh" is not shared storage`}},
+		{"postgres://h/ice", "s3://lake/wh", "", []string{"the table definitions are this node's own"}},
+		{"sqlite:///srv/iceberg.db", "s3://lake/wh", "postgres://h/meta", []string{"is a SQLite file, one node's"}},
+		{"https://rest/catalog", "s3://lake/wh", "postgres://h/meta", []string{"is a REST catalog"}},
+		{"sqlite:///srv/iceberg.db", "file:///srv/wh", "sqlite:///srv/cluster.db", []string{"SQLite file", "not shared storage", "this node's own", "--catalog postgres://"}},
+	} {
+		c := cfg
+		c.Catalog, c.Warehouse, c.Cluster.Meta = tt.catalog, tt.warehouse, tt.meta
+		err := c.Validate()
+		if len(tt.want) == 0 {
+			if err != nil {
+				t.Errorf("shared lake %s %s %s: %v", tt.catalog, tt.warehouse, tt.meta, err)
+			}
+			continue
+		}
+		for _, w := range tt.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("lake %s %s %s: %v, want an error with %q", tt.catalog, tt.warehouse, tt.meta, err, w)
+			}
+		}
 	}
 	// A wildcard listen address needs --advertise.
 	c := ClusterConfig{NodeID: "a", Gossip: "127.0.0.1:7946"}

@@ -262,11 +262,53 @@ func (c *Config) Validate() error {
 		if c.Security.required(c.Listen, c.HTTP) {
 			errs = append(errs, errors.New("a cluster node with authentication on: replication between nodes does not authenticate yet; run the cluster with --auth off (and --insecure off loopback) on a trusted network"))
 		}
-		if _, _, ok := c.embeddedLake(); !ok {
-			errs = append(errs, errors.New("a cluster node with a shared lake (--catalog, --warehouse): each node tiers its own replicas into its own embedded lake until tiering is spread over the cluster; leave --catalog and --warehouse at their defaults"))
+		if err := c.validateClusterLake(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateClusterLake checks the lake of a cluster node: either the
+// embedded lake of its own data directory (the defaults), or a lake the
+// nodes share — a PostgreSQL Iceberg catalog and an s3:// warehouse, with
+// the table definitions shared in a PostgreSQL metadata store
+// (docs/cluster.md#tiering-in-a-cluster). Anything between cannot work: a
+// SQLite catalog or a file:// warehouse is one machine's, and a REST
+// catalog is not supported for a cluster yet.
+func (c *Config) validateClusterLake() error {
+	if _, _, ok := c.embeddedLake(); ok {
+		return nil
+	}
+	const want = "a cluster's shared lake needs --catalog postgres://… and --warehouse s3://… on every node (or leave both at their defaults: each node then tiers into a lake of its own)"
+	var problems []string
+	switch {
+	case catalog.IsPostgresURL(c.Catalog):
+	case strings.HasPrefix(c.Catalog, "sqlite://"):
+		problems = append(problems, fmt.Sprintf("catalog %q is a SQLite file, one node's", c.Catalog))
+	case strings.HasPrefix(c.Catalog, "http://"), strings.HasPrefix(c.Catalog, "https://"):
+		problems = append(problems, fmt.Sprintf("catalog %q is a REST catalog, which a cluster's committers are not built for yet", c.Catalog))
+	default:
+		problems = append(problems, fmt.Sprintf("catalog %q is not a shared catalog", c.Catalog))
+	}
+	if !strings.HasPrefix(c.Warehouse, "s3://") {
+		problems = append(problems, fmt.Sprintf("warehouse %q is not shared storage: the other nodes cannot read its files", c.Warehouse))
+	}
+	if !catalog.IsPostgresURL(c.Cluster.Meta) {
+		problems = append(problems, "the table definitions are this node's own (--meta is not postgres://…): the nodes must share them to share a lake")
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("a cluster node's lake: %s: %s", strings.Join(problems, "; "), want)
+}
+
+// sharedLake says whether the node is a cluster node whose lake the
+// nodes share (validateClusterLake): each table then has one committer,
+// the holder of its lease (tierlease.go).
+func (c *Config) sharedLake() bool {
+	_, _, embedded := c.embeddedLake()
+	return c.Cluster.enabled() && !embedded
 }
 
 // minEngineMemory is the smallest engine memory limit accepted: DuckDB
@@ -352,7 +394,7 @@ func (c *Config) metaPath() string { return filepath.Join(c.DataDir, "catalog.db
 // relocation of an embedded lake, or nil.
 func (c *Config) tieringConfig(reloc *tiering.Relocation) tiering.Config {
 	return tiering.Config{Maintenance: c.LakeMaintenance, Relocation: reloc, Logger: c.Logger,
-		NodeLake: c.Cluster.enabled() && catalog.IsPostgresURL(c.Cluster.Meta)}
+		NodeLake: c.Cluster.enabled() && catalog.IsPostgresURL(c.Cluster.Meta) && !c.sharedLake()}
 }
 
 // embeddedLake says whether the lake is the embedded one that moves with

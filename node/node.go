@@ -157,6 +157,9 @@ func (n *Node) open(ctx context.Context) error {
 	began = time.Now()
 	tc := cfg.tieringConfig(reloc)
 	tc.OnRound = n.mon.round
+	if n.repl != nil && cfg.sharedLake() {
+		tc.Leases = committerLeases{n.repl} // tierlease.go
+	}
 	if n.lake, err = tiering.New(ctx, n.ice, store, tc); err != nil {
 		return err
 	}

@@ -115,6 +115,9 @@ func (s *Service) Maintain(ctx context.Context, tableID int64, orphans bool) (Ma
 	}
 	lt.mu.Lock()
 	defer lt.mu.Unlock()
+	if _, err := s.checkFence(lt); err != nil { // lease.go
+		return res, err
+	}
 	st := lt.state.Load()
 	tbl := st.tbl
 	if tbl.CurrentSnapshot() == nil {

@@ -50,6 +50,11 @@ func (s *Service) tryPKRound(ctx context.Context, lt *lakeTable, st *lakeState) 
 	var backlog int64
 	for b, end := range ends {
 		if end < st.offsets[b] {
+			if s.cfg.Leases != nil {
+				// In a cluster: this replica's state is behind the previous
+				// committer's; a state is tiered whole, so wait for it.
+				return res, nil
+			}
 			return res, fmt.Errorf("table %s bucket %d: the lake is tiered to offset %d but the table's state ends at %d: the log lost acknowledged rows", def.FullName(), b, st.offsets[b], end)
 		}
 		backlog += end - st.offsets[b]

@@ -27,6 +27,12 @@ type Config struct {
 	// lost, and its creation is not recorded in the shared definitions.
 	// Default false: one node, whose definitions record its lake.
 	NodeLake bool
+	// Leases, when set, makes the lake one that the nodes of a cluster
+	// share (docs/cluster.md#tiering-in-a-cluster): a table's rounds and
+	// maintenance run only on the node holding its committer lease, and
+	// the other nodes follow its commits. Default nil: this node commits
+	// every table.
+	Leases Leases
 	// MaxRoundRows bounds the rows one round tiers, so that a large backlog
 	// (after downtime) is committed in steps. Default 8M.
 	MaxRoundRows int64
@@ -96,6 +102,8 @@ type Service struct {
 
 	mu     sync.Mutex
 	tables map[int64]*lakeTable // by Lakestream table id
+
+	leases leaseState // with Config.Leases (lease.go)
 }
 
 // lakeTable is one table's tiering state. mu makes its committer the only
@@ -117,6 +125,10 @@ type lakeTable struct {
 	lastCommitNs atomic.Int64 // duration of the last commit
 	lastErr      atomic.Pointer[string]
 	conflicts    atomic.Int64
+	// leaseToken is the committer lease token under which the state was
+	// last read back from the catalog (with Config.Leases): a new token
+	// reads it again before the first round. Guarded by mu.
+	leaseToken int64
 	// foreign is set while the Iceberg table's current snapshot is
 	// another engine's (ErrForeignSnapshot): rounds check the catalog again
 	// before writing anything (foreign.go).
@@ -149,6 +161,7 @@ func (st *lakeState) withTable(tbl *table.Table) *lakeState {
 func New(ctx context.Context, cat icecatalog.Catalog, store *tables.Store, cfg Config) (*Service, error) {
 	cfg.ensureDefaults()
 	s := &Service{cfg: cfg, cat: cat, store: store, cache: store.Cache(), tables: map[int64]*lakeTable{}}
+	s.leases.held = map[int64]Lease{}
 	for _, t := range store.Tables() {
 		if !tiers(t.Def()) {
 			continue
@@ -216,6 +229,11 @@ func (s *Service) loadOrCreate(ctx context.Context, t *tables.Table) (*lakeState
 		}
 		tbl, err = s.create(ctx, def)
 		created = err == nil
+		if errors.Is(err, icecatalog.ErrTableAlreadyExists) && s.cfg.Leases != nil {
+			// Another node of the cluster created it first.
+			tbl, err = s.cat.LoadTable(ctx, ident)
+			created = false
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("lake table %s: %w", def.FullName(), err)
@@ -378,6 +396,9 @@ func (s *Service) TableAltered(ctx context.Context, def *catalog.Table) error {
 	if lt == nil {
 		return nil
 	}
+	if _, ok := s.lease(def.ID); !ok {
+		return nil // the committer evolves a shared lake's table; this node follows
+	}
 	lt.mu.Lock()
 	defer lt.mu.Unlock()
 	st := lt.state.Load()
@@ -406,10 +427,40 @@ func (s *Service) TableDropped(ctx context.Context, def *catalog.Table) error {
 	lt.mu.Lock() // wait for a round in progress
 	defer lt.mu.Unlock()
 	st := lt.state.Load()
+	if s.cfg.Leases != nil {
+		return s.dropShared(ctx, lt, def)
+	}
 	if err := s.cat.DropTable(ctx, lt.ident); err != nil && !errors.Is(err, icecatalog.ErrNoSuchTable) {
 		return fmt.Errorf("drop lake table %s: %w", def.FullName(), err)
 	}
 	if err := purge(ctx, st.tbl); err != nil {
+		s.cfg.Logger.Warn("lake files of a dropped table not all deleted", "table", def.FullName(), "error", err)
+	}
+	return nil
+}
+
+// dropShared drops the Iceberg table of a dropped table from a lake the
+// nodes of a cluster share: every node runs the drop, so only the Iceberg
+// table that belongs to this very table is dropped (one of the same name
+// created since is another table's), and only the node whose drop took it
+// deletes its files.
+func (s *Service) dropShared(ctx context.Context, lt *lakeTable, def *catalog.Table) error {
+	tbl, err := s.cat.LoadTable(ctx, lt.ident)
+	if errors.Is(err, icecatalog.ErrNoSuchTable) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("drop lake table %s: %w", def.FullName(), err)
+	}
+	if tbl.Properties()[tableIDKey] != fmt.Sprint(def.ID) {
+		return nil
+	}
+	if err := s.cat.DropTable(ctx, lt.ident); errors.Is(err, icecatalog.ErrNoSuchTable) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("drop lake table %s: %w", def.FullName(), err)
+	}
+	if err := purge(ctx, tbl); err != nil {
 		s.cfg.Logger.Warn("lake files of a dropped table not all deleted", "table", def.FullName(), "error", err)
 	}
 	return nil
@@ -445,6 +496,10 @@ func (s *Service) DatabaseDropped(ctx context.Context, db string) error {
 // ctx ends. Tables run independently, one committer each.
 func (s *Service) Run(ctx context.Context) {
 	var wg sync.WaitGroup
+	if s.cfg.Leases != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.holdLeases(ctx) }()
+	}
 	running := map[*lakeTable]bool{}
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
@@ -487,12 +542,31 @@ func (s *Service) runTable(ctx context.Context, lt *lakeTable) {
 	for {
 		def := lt.t.Def()
 		wait := def.Options.DatalakeFreshness
+		if _, ok := s.lease(id); !ok {
+			// Another node commits the table, or none yet: follow its
+			// commits, and look again for the lease soon.
+			if err := s.follow(ctx, lt); err != nil && ctx.Err() == nil && s.lookup(id) == lt {
+				s.cfg.Logger.Warn("following the lake committer", "table", def.FullName(), "error", err)
+			}
+			if s.lookup(id) != lt {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(min(wait, LeaseEvery)):
+			}
+			continue
+		}
 		res, err := s.Round(ctx, id)
 		switch {
 		case ctx.Err() != nil:
 			return
 		case errors.Is(err, errDropped):
 			return
+		case errors.Is(err, ErrNotCommitter):
+			s.cfg.Logger.Info("no longer the lake committer", "table", def.FullName(), "reason", err)
+			wait = min(wait, LeaseEvery)
 		case err != nil:
 			s.cfg.Logger.Error("tiering round failed", "table", def.FullName(), "error", err, "retry_in", backoff)
 			wait, backoff = backoff, min(2*backoff, time.Minute)

@@ -43,6 +43,10 @@ type BucketStatus struct {
 	// snapshot (its summary's total-files-size and total-records; 0
 	// before the first round), the same for every bucket of the table.
 	LakeBytes, LakeRows int64
+	// Committer says whether this node commits the table's rounds: a
+	// lone node always, a cluster node sharing its lake while it holds the
+	// table's committer lease (lease.go).
+	Committer bool
 }
 
 // Status returns every tiered bucket's state, ordered by table and bucket.
@@ -67,11 +71,13 @@ func (s *Service) Status() []BucketStatus {
 			errMsg = *p
 		}
 		lakeBytes, lakeRows := snapshotSize(st.tbl)
+		_, committer := s.lease(lt.t.Def().ID)
 		for b, end := range ends {
 			bs := BucketStatus{LakeBytes: lakeBytes, LakeRows: lakeRows,
 				Table: lt.t.Name(), TableID: lt.t.Def().ID, Bucket: b, TieredOffset: st.offsets[b], LogEnd: end,
 				LagRows: max(0, end-st.offsets[b]), LastRound: last, Rounds: lt.rounds.Load(),
 				RowsTiered: lt.rowsTiered.Load(), LastCommit: time.Duration(lt.lastCommitNs.Load()), LastError: errMsg,
+				Committer: committer,
 			}
 			if bs.LagRows > 0 {
 				if ts, ok := firstCommitTime(lt.t, b, st.offsets[b], end); ok {
@@ -131,6 +137,7 @@ var statusSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "rows_tiered", Type: arrow.PrimitiveTypes.Int64},
 	{Name: "last_commit_ms", Type: arrow.PrimitiveTypes.Float64},
 	{Name: "last_error", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "committer", Type: arrow.FixedWidthTypes.Boolean},
 }, nil)
 
 type statusTable struct{ s *Service }
@@ -177,6 +184,7 @@ func statusRecord(rows []BucketStatus, mem memory.Allocator) arrow.RecordBatch {
 		} else {
 			b.Field(10).(*array.StringBuilder).Append(r.LastError)
 		}
+		b.Field(11).(*array.BooleanBuilder).Append(r.Committer)
 	}
 	return b.NewRecordBatch()
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -43,6 +46,9 @@ func (s *Service) Round(ctx context.Context, tableID int64) (RoundResult, error)
 	if s.lookup(tableID) != lt {
 		return RoundResult{}, errDropped
 	}
+	if err := s.takeOver(ctx, lt); err != nil {
+		return RoundResult{}, err
+	}
 	res, err := s.round(ctx, lt)
 	if err != nil {
 		msg := err.Error()
@@ -59,8 +65,35 @@ func (s *Service) Round(ctx context.Context, tableID int64) (RoundResult, error)
 	return res, nil
 }
 
+// takeOver checks, with Config.Leases, that this node holds the table's
+// committer lease, and on a lease newly taken reads the table's lake state
+// back from the catalog first: the previous holder's last commit is the
+// state to go on from. lt.mu is held.
+func (s *Service) takeOver(ctx context.Context, lt *lakeTable) error {
+	if s.cfg.Leases == nil {
+		return nil
+	}
+	l, ok := s.lease(lt.t.Def().ID)
+	if !ok {
+		return fmt.Errorf("%w: table %s", ErrNotCommitter, lt.t.Name())
+	}
+	if lt.leaseToken == l.Token {
+		return nil
+	}
+	if err := s.reload(ctx, lt); err != nil {
+		return err
+	}
+	lt.leaseToken = l.Token
+	return nil
+}
+
 func (s *Service) round(ctx context.Context, lt *lakeTable) (RoundResult, error) {
 	for attempt := 1; ; attempt++ {
+		// A node fenced out by a newer committer writes no file (lease.go);
+		// commitRound checks again right before the commit.
+		if _, err := s.checkFence(lt); err != nil {
+			return RoundResult{}, err
+		}
 		res, err := s.tryRound(ctx, lt)
 		if !errors.Is(err, table.ErrCommitFailed) || attempt == maxCommitAttempts {
 			return res, err
@@ -117,14 +150,19 @@ func (s *Service) tryRound(ctx context.Context, lt *lakeTable) (RoundResult, err
 	if st.pk != nil {
 		return s.tryPKRound(ctx, lt, st)
 	}
-	ends := t.Log().CommittedEnds()
+	ends := slices.Clone(t.Log().CommittedEnds())
 	res := RoundResult{From: st.offsets, To: append([]int64(nil), st.offsets...)}
 	var backlog int64
 	for b, end := range ends {
 		if end < st.offsets[b] {
-			return res, fmt.Errorf("table %s bucket %d: the lake is tiered to offset %d but the log ends at %d: the log lost acknowledged rows", def.FullName(), b, st.offsets[b], end)
+			if s.cfg.Leases == nil {
+				return res, fmt.Errorf("table %s bucket %d: the lake is tiered to offset %d but the log ends at %d: the log lost acknowledged rows", def.FullName(), b, st.offsets[b], end)
+			}
+			// In a cluster this replica's high watermark is behind the
+			// previous committer's: the bucket waits until it catches up.
+			ends[b] = st.offsets[b]
 		}
-		backlog += end - st.offsets[b]
+		backlog += ends[b] - st.offsets[b]
 	}
 	if backlog == 0 {
 		return res, nil
@@ -176,6 +214,15 @@ func (s *Service) tryRound(ctx context.Context, lt *lakeTable) (RoundResult, err
 // is reloaded and next is nil.
 func (s *Service) commitRound(ctx context.Context, lt *lakeTable, tx *table.Transaction, w *lakeWriter, props iceberg.Properties, res *RoundResult) (next *table.Table, err error) {
 	name := lt.t.Def().FullName()
+	token, err := s.checkFence(lt) // lease.go
+	if err != nil {
+		w.abort()
+		return nil, err
+	}
+	if token != "" {
+		props = maps.Clone(props)
+		props[committerKey] = token
+	}
 	if err := tx.SetProperties(props); err != nil {
 		w.abort()
 		return nil, err
@@ -188,6 +235,7 @@ func (s *Service) commitRound(ctx context.Context, lt *lakeTable, tx *table.Tran
 	start := time.Now()
 	next, err = tx.Commit(ctx)
 	res.Commit = time.Since(start)
+	err = asConflict(err)
 	if err != nil && !errors.Is(err, table.ErrCommitFailed) {
 		rerr := s.reload(ctx, lt)
 		if rerr == nil && equalOffsets(lt.state.Load().offsets, res.To) {
@@ -212,6 +260,19 @@ func (s *Service) commitRound(ctx context.Context, lt *lakeTable, tx *table.Tran
 		}
 	}
 	return next, nil
+}
+
+// asConflict marks a commit refused by one of its requirements as a clean
+// conflict (table.ErrCommitFailed): iceberg-go's SQL catalog checks them
+// against the table's current metadata before it writes anything, and
+// reports a failed one without that mark. The one that fails in practice
+// is the round's assertion that the current snapshot is the one it tiered
+// from: another node committed to a shared lake meanwhile.
+func asConflict(err error) error {
+	if err != nil && !errors.Is(err, table.ErrCommitFailed) && strings.Contains(err.Error(), "requirement failed:") {
+		return fmt.Errorf("%w: %w", table.ErrCommitFailed, err)
+	}
+	return err
 }
 
 // writeRound writes every bucket b's offsets [from[b], limit[b]) to w,

@@ -78,6 +78,16 @@ type harness struct {
 	// metadata store (and the shared catalog in the same database).
 	repl     map[[2]string]*link
 	metaLink map[string]*link
+	// args, when set, adds flags to every node's serve command.
+	args func(h *harness, id string) []string
+}
+
+// harnessOption changes a harness before its nodes start.
+type harnessOption func(*harness)
+
+// withArgs adds the flags args returns to every node's serve command.
+func withArgs(args func(h *harness, id string) []string) harnessOption {
+	return func(h *harness) { h.args = args }
 }
 
 // proc is one node: its addresses stay the same across restarts.
@@ -91,7 +101,9 @@ type proc struct {
 	cl             *flightsql.Client
 }
 
-func newHarness(t *testing.T, ids ...string) *harness {
+func newHarness(t *testing.T, ids ...string) *harness { return newHarnessWith(t, nil, ids...) }
+
+func newHarnessWith(t *testing.T, opts []harnessOption, ids ...string) *harness {
 	bin, err := binary()
 	if err != nil {
 		t.Fatal(err)
@@ -108,6 +120,9 @@ func newHarness(t *testing.T, ids ...string) *harness {
 	t.Cleanup(func() { store.Close() })
 	h := &harness{t: t, bin: bin, meta: uri, store: store, nodes: map[string]*proc{},
 		repl: map[[2]string]*link{}, metaLink: map[string]*link{}}
+	for _, o := range opts {
+		o(h)
+	}
 	pgAddr, err := url.Parse(uri)
 	if err != nil {
 		t.Fatal(err)
@@ -173,6 +188,9 @@ func (h *harness) start(id string) {
 		"--fault-dial", strings.Join(dials, ","), "--fault-disk", p.disk}
 	if len(h.running()) > 0 {
 		args = append(args, "--join", strings.Join(join, ","))
+	}
+	if h.args != nil {
+		args = append(args, h.args(h, id)...)
 	}
 	logf, err := os.OpenFile(filepath.Join(p.dir, "node.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
