@@ -3,6 +3,7 @@ package tiering
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -324,3 +325,47 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A follower takes a primary-key table's newer lake state only once its
+// own published state reaches the lake's offsets: its reads keep the lake
+// rows its state says are live, so a state behind the lake would hide the
+// newer keys.
+func TestSharedLakeFollowerPKWaitsForItsState(t *testing.T) {
+	a, b, board := sharedLakeEnvs(t)
+	for _, e := range []*lakeEnv{a, b} {
+		e.exec(fmt.Sprintf(createTierKV, 2, ""))
+	}
+	id := a.table("kv").Def().ID
+	board.give(id, "a")
+	ma, mb := pkModel{}, pkModel{}
+	a.upsert("kv", ma, []int64{1, 2, 3, 4}, 1, "x")
+	b.upsert("kv", mb, []int64{1, 2, 3, 4}, 1, "x")
+	a.upsert("kv", ma, []int64{2, 5, 6}, 2, "y") // b's replica has not this write yet
+	a.svc.renewLeases(context.Background())
+	if res, err := a.svc.Round(context.Background(), id); err != nil || res.Rows == 0 {
+		t.Fatalf("holder's round: %+v, %v", res, err)
+	}
+	lt := b.svc.lookup(id)
+	if err := b.svc.follow(context.Background(), lt); err != nil {
+		t.Fatal(err)
+	}
+	if o := lt.state.Load().offsets; o[0]+o[1] != 0 {
+		t.Fatalf("the follower took the lake at offsets %v, beyond its state", o)
+	}
+	if got := b.totals("kv"); got.n != 4 {
+		t.Fatalf("follower's union before it caught up: %v", got)
+	}
+	b.upsert("kv", mb, []int64{2, 5, 6}, 2, "y")
+	if err := b.svc.follow(context.Background(), lt); err != nil {
+		t.Fatal(err)
+	}
+	if o := lt.state.Load().offsets; o[0]+o[1] == 0 {
+		t.Fatal("the follower did not take the lake once its state reached it")
+	}
+	if got := b.totals("kv"); got != want(7).withoutZero() {
+		t.Fatalf("follower's union: %v", got)
+	}
+}
+
+// withoutZero is the totals of ids [1, n).
+func (tot totals) withoutZero() totals { return totals{n: tot.n - 1, sum: tot.sum, distinct: tot.distinct - 1} }
