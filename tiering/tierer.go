@@ -50,6 +50,11 @@ func (s *Service) Round(ctx context.Context, tableID int64) (RoundResult, error)
 		return RoundResult{}, err
 	}
 	res, err := s.round(ctx, lt)
+	if errors.Is(err, ErrNotCommitter) {
+		// Not a failure of the table's tiering: another node commits it.
+		lt.lastErr.Store(nil)
+		return res, err
+	}
 	if err != nil {
 		msg := err.Error()
 		lt.lastErr.Store(&msg)
