@@ -69,13 +69,41 @@ func TestTieringCommitterKill(t *testing.T) {
 	}
 	stopChecks := load.checkCounts(t)
 
-	// Kill the committer once its rounds run and the lake lags the log.
-	h.waitFor("rounds committed and a backlog", func() bool {
+	backlog := func() bool {
 		lake, err1 := queryInt(ctx, h.nodes[first].cl, `SELECT count(*) FROM "tt$lake"`)
 		union, err2 := queryInt(ctx, h.nodes[first].cl, "SELECT count(*) FROM tt")
 		return err1 == nil && err2 == nil && lake > 20_000 && union > lake
-	})
-	load.stop(first) // its last call acknowledged: no call of its writer is in doubt
+	}
+	h.waitFor("rounds committed and a backlog", backlog)
+
+	// Exact counts while tiering runs: the writers pause (each once its
+	// last call is acknowledged), and every node then reads exactly the
+	// rows acknowledged, whatever its lake holds yet.
+	load.stopAll()
+	paused := load.acked.Load()
+	var lakeWhilePaused []int64
+	for _, id := range h.order {
+		cl := h.nodes[id].cl
+		h.waitFor(id+" reads every acknowledged row", func() bool {
+			n, err := queryInt(ctx, cl, "SELECT count(*) FROM tt")
+			return err == nil && n == paused
+		})
+		if n, err := queryInt(ctx, cl, "SELECT count(DISTINCT id) FROM tt"); err != nil || n != paused {
+			t.Errorf("distinct ids on %s while tiering: %d, %v; want %d", id, n, err, paused)
+		}
+		lake, _ := queryInt(ctx, cl, `SELECT count(*) FROM "tt$lake"`)
+		lakeWhilePaused = append(lakeWhilePaused, lake)
+	}
+
+	// New writers on the other nodes, then kill the committer once the lake
+	// lags the log again. It writes nothing itself: no call is in doubt on
+	// the node that dies.
+	for i, id := range h.order {
+		if id != first {
+			load.start(id, int64(len(h.order)+i+1))
+		}
+	}
+	h.waitFor("a backlog again", func() bool { return load.acked.Load() > paused+10_000 && backlog() })
 	lakeAtKill, _ := queryInt(ctx, h.nodes[first].cl, `SELECT count(*) FROM "tt$lake"`)
 	killed := time.Now()
 	h.kill(first)
@@ -137,8 +165,8 @@ func TestTieringCommitterKill(t *testing.T) {
 	if token < 2 {
 		t.Errorf("the lake's last commit was made under lease token %d: the lease never moved", token)
 	}
-	t.Logf("%d rows acknowledged (%d calls, %d sends retried); committer %s killed with the lake at %d rows; lease on %s after %s, its rounds past the backlog %s after the kill; %d lake snapshots; followers that deleted tiered segments: %v; %d count checks during the load",
-		acked, load.calls.Load(), load.retries.Load(), first, lakeAtKill, second, takeover.Round(time.Millisecond), caughtUp.Round(time.Millisecond), snaps, deleted, load.checks.Load())
+	t.Logf("%d rows acknowledged (%d calls, %d sends retried); paused at %d rows, every node exact, their lakes at %v; committer %s killed with the lake at %d rows; lease on %s after %s, its rounds past the backlog %s after the kill; %d lake snapshots; followers that deleted tiered segments: %v; %d count checks during the load",
+		acked, load.calls.Load(), load.retries.Load(), paused, lakeWhilePaused, first, lakeAtKill, second, takeover.Round(time.Millisecond), caughtUp.Round(time.Millisecond), snaps, deleted, load.checks.Load())
 }
 
 // loader is a set of idempotent writers, one per node, inserting rows of
