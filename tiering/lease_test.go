@@ -368,4 +368,6 @@ func TestSharedLakeFollowerPKWaitsForItsState(t *testing.T) {
 }
 
 // withoutZero is the totals of ids [1, n).
-func (tot totals) withoutZero() totals { return totals{n: tot.n - 1, sum: tot.sum, distinct: tot.distinct - 1} }
+func (tot totals) withoutZero() totals {
+	return totals{n: tot.n - 1, sum: tot.sum, distinct: tot.distinct - 1}
+}
