@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"reflect"
@@ -362,5 +363,47 @@ func testClosed(t *testing.T, e *env) {
 	}
 	if err := s.CreateBuckets(ctx, []Bucket{bucket(1, "", 0, "n1", 0)}); !errors.Is(err, ErrClosed) {
 		t.Errorf("write after close: %v", err)
+	}
+}
+
+// testSecret: the first value stored under a name is the one every
+// handle gets, concurrent first calls included, and it outlives a reopen.
+func testSecret(t *testing.T, e *env) {
+	ctx := context.Background()
+	const n = 4
+	stores := make([]Store, n)
+	for i := range stores {
+		stores[i] = e.store(t)
+	}
+	got := make([][]byte, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, s := range stores {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i], errs[i] = s.Secret(ctx, "ticket-key", []byte{byte(i + 1), 0xaa})
+		}()
+	}
+	wg.Wait()
+	for i := range got {
+		if errs[i] != nil {
+			t.Fatalf("store %d: %v", i, errs[i])
+		}
+		if !bytes.Equal(got[i], got[0]) || len(got[i]) != 2 {
+			t.Fatalf("store %d got %x, store 0 %x: want one value", i, got[i], got[0])
+		}
+	}
+	if other, err := stores[0].Secret(ctx, "other", []byte{7}); err != nil || !bytes.Equal(other, []byte{7}) {
+		t.Errorf("another name: %x, %v", other, err)
+	}
+	if _, err := stores[0].Secret(ctx, "empty", nil); !errors.Is(err, ErrInvalid) {
+		t.Errorf("empty value: %v, want ErrInvalid", err)
+	}
+	for _, s := range stores {
+		closeStore(t, s)
+	}
+	if again, err := e.store(t).Secret(ctx, "ticket-key", []byte{9}); err != nil || !bytes.Equal(again, got[0]) {
+		t.Errorf("after reopen: %x, %v, want %x", again, err, got[0])
 	}
 }

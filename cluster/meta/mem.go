@@ -25,6 +25,7 @@ type memState struct {
 		sync.Mutex
 		buckets map[BucketKey]Bucket
 		leases  map[string]memLease
+		secrets map[string][]byte
 		changes int64
 	}
 }

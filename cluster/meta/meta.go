@@ -184,6 +184,11 @@ type Store interface {
 	// Lease returns the live lease name (holder and token; Expires on the
 	// store's clock); ErrNotFound when none is live.
 	Lease(ctx context.Context, name string) (Lease, error)
+	// Secret returns the value stored under name, storing fresh first when
+	// there is none: every caller gets the first value stored, whatever
+	// fresh it passed. The cluster's shared keys (the Flight ticket key)
+	// live here; fresh must not be empty.
+	Secret(ctx context.Context, name string, fresh []byte) ([]byte, error)
 	Close() error
 }
 

@@ -110,6 +110,8 @@ type sqlStore struct {
 //	lakestream_leases   name -> holder ('' = released), token (kept
 //	                    across holders), expires_us (store clock, Unix µs)
 //	lakestream_changes  the one row (id 1) of the change counter n
+//	lakestream_secrets  name -> value (hex): keys the nodes share, each
+//	                    stored once by the first node that asks
 var migrations = [][]string{
 	{
 		`CREATE TABLE lakestream_buckets (
@@ -134,6 +136,12 @@ var migrations = [][]string{
 			n  BIGINT  NOT NULL
 		)`,
 		`INSERT INTO lakestream_changes (id, n) VALUES (1, 0)`,
+	},
+	{
+		`CREATE TABLE lakestream_secrets (
+			name  TEXT PRIMARY KEY,
+			value TEXT NOT NULL
+		)`,
 	},
 }
 

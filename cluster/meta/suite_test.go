@@ -129,6 +129,7 @@ func runSuite(t *testing.T, newEnv func(t *testing.T) *env) {
 		{"LeaseExpiry", testLeaseExpiry},
 		{"LeaseFencingTokens", testLeaseFencingTokens},
 		{"ConcurrentModel", testConcurrentModel},
+		{"Secret", testSecret},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newEnv(t)) })
