@@ -203,9 +203,13 @@ func callerID(ctx context.Context) int64 {
 // errForgedTicket is the error of a ticket whose MAC does not verify.
 var errForgedTicket = fmt.Errorf("%w: the ticket was not issued by this node, or was altered", auth.ErrPermissionDenied)
 
-// ticketKeyOf is the key that signs tickets: the authentication service's,
-// else a random one, good for this process.
-func ticketKeyOf(a *auth.Service) []byte {
+// ticketKeyOf is the key that signs tickets: the one given (a cluster's),
+// else the authentication service's, else a random one, good for this
+// process.
+func ticketKeyOf(a *auth.Service, given []byte) []byte {
+	if len(given) > 0 {
+		return given
+	}
 	if a != nil {
 		return a.TicketKey()
 	}

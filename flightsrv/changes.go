@@ -27,7 +27,11 @@ func (s *Server) changesInfo(ctx context.Context, c *planner.Changes, desc *flig
 	if err != nil {
 		return nil, err
 	}
-	starts, err := startOffsets(ctx, t, c)
+	start, err := parseStart(t, c)
+	if err != nil {
+		return nil, err
+	}
+	starts, err := startOffsets(ctx, t, start)
 	if err != nil {
 		return nil, err
 	}
@@ -37,17 +41,50 @@ func (s *Server) changesInfo(ctx context.Context, c *planner.Changes, desc *flig
 		TotalRecords:     -1,
 		TotalBytes:       -1,
 	}
-	groups := min(c.Endpoints, len(starts))
-	for g := 0; g < groups; g++ {
-		tk := &ticket{Kind: "changes", Table: t.Def().ID, Cols: cols, Where: c.Where}
-		for i := g; i < len(starts); i += groups {
-			tk.Ranges = append(tk.Ranges, starts[i])
+	add := func(ranges []tables.Range, at Location, st *tables.Start) error {
+		groups := min(c.Endpoints, len(ranges))
+		for g := 0; g < groups; g++ {
+			tk := &ticket{Kind: "changes", Table: t.Def().ID, Cols: cols, Where: c.Where, Start: st}
+			for i := g; i < len(ranges); i += groups {
+				tk.Ranges = append(tk.Ranges, ranges[i])
+			}
+			ep, err := s.endpoint(ctx, tk)
+			if err != nil {
+				return err
+			}
+			info.Endpoint = append(info.Endpoint, locate(ep, at))
 		}
-		ep, err := s.endpoint(ctx, tk)
-		if err != nil {
+		return nil
+	}
+	if s.opts.Placement == nil {
+		return info, add(starts, Location{}, nil)
+	}
+	// In a cluster: the buckets this node serves start where it resolved
+	// them, the others where their node resolves the same start at DoGet
+	// (placement.go).
+	locs, err := s.opts.Placement.ReadFrom(ctx, t.Def().ID, len(starts))
+	if err != nil {
+		return nil, err
+	}
+	here, there, err := splitByNode(t, locs)
+	if err != nil {
+		return nil, err
+	}
+	var mine []tables.Range
+	for _, b := range here {
+		mine = append(mine, starts[b])
+	}
+	if err := add(mine, s.opts.Placement.Self(), nil); err != nil {
+		return nil, err
+	}
+	for _, g := range there {
+		var rs []tables.Range
+		for _, b := range g.buckets {
+			rs = append(rs, tables.Range{Bucket: b, From: -1, To: -1})
+		}
+		if err := add(rs, g.at, &start); err != nil {
 			return nil, err
 		}
-		info.Endpoint = append(info.Endpoint, ep)
 	}
 	return info, nil
 }
@@ -78,15 +115,14 @@ func (s *Server) resolveChanges(ctx context.Context, c *planner.Changes) (*table
 	return t, cols, withColumnMetadata(out, &columnOrigin{db: t.Def().DB, table: t.Def().Name}), err
 }
 
-// startOffsets resolves each bucket's first offset: the start is read
-// here, resolved by the table.
-func startOffsets(ctx context.Context, t *tables.Table, c *planner.Changes) ([]tables.Range, error) {
+// parseStart reads the start of changes().
+func parseStart(t *tables.Table, c *planner.Changes) (tables.Start, error) {
 	var start tables.Start
 	switch {
 	case c.StartTime:
 		at, err := c.StartMicros()
 		if err != nil {
-			return nil, err
+			return start, err
 		}
 		start = tables.Start{At: tables.StartTime, Time: at}
 	case strings.EqualFold(c.Start, "earliest"):
@@ -95,15 +131,21 @@ func startOffsets(ctx context.Context, t *tables.Table, c *planner.Changes) ([]t
 	default:
 		listed, err := planner.ParseOffsets(c.Start)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", errInvalid, err)
+			return start, fmt.Errorf("%w: %v", errInvalid, err)
 		}
 		for b := range listed {
 			if n := t.Log().Buckets(); b >= n {
-				return nil, fmt.Errorf("%w: changes(): bucket %d does not exist (the table has %d)", errInvalid, b, n)
+				return start, fmt.Errorf("%w: changes(): bucket %d does not exist (the table has %d)", errInvalid, b, n)
 			}
 		}
 		start = tables.Start{At: tables.StartOffsets, Offsets: listed}
 	}
+	return start, nil
+}
+
+// startOffsets resolves each bucket's first offset, as the table here
+// resolves start.
+func startOffsets(ctx context.Context, t *tables.Table, start tables.Start) ([]tables.Range, error) {
 	froms, err := t.StartOffsets(ctx, start)
 	if err != nil {
 		return nil, fmt.Errorf("changes(): %w", err)
@@ -134,6 +176,12 @@ func (s *Server) streamChanges(ctx context.Context, tk *ticket, out flight.DataS
 	sent = withColumnMetadata(sent, &columnOrigin{db: t.Def().DB, table: t.Def().Name}) // as changesInfo announced it
 	read, filter, err := planner.BindFilter(schema, tk.Cols, tk.Where)
 	if err != nil {
+		return err
+	}
+	if err := s.checkHere(ctx, t, ticketBuckets(t, tk)); err != nil { // placement.go
+		return err
+	}
+	if err := resolveStarts(ctx, t, tk); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -181,6 +229,31 @@ func (s *Server) streamChanges(ctx context.Context, tk *ticket, out flight.DataS
 			return nil
 		}
 	}
+}
+
+// resolveStarts resolves the ranges of tk planned on another node (From
+// -1) as this node resolves the ticket's start.
+func resolveStarts(ctx context.Context, t *tables.Table, tk *ticket) error {
+	var starts []tables.Range
+	for i, r := range tk.Ranges {
+		if r.From >= 0 {
+			continue
+		}
+		if tk.Start == nil {
+			return fmt.Errorf("%w: ticket: bucket %d without a start", errInvalid, r.Bucket)
+		}
+		if starts == nil {
+			var err error
+			if starts, err = startOffsets(ctx, t, *tk.Start); err != nil {
+				return err
+			}
+		}
+		if r.Bucket < 0 || r.Bucket >= len(starts) {
+			return fmt.Errorf("%w: ticket bucket %d out of range", errInvalid, r.Bucket)
+		}
+		tk.Ranges[i].From = starts[r.Bucket].From
+	}
+	return nil
 }
 
 // sendChanges writes rec, which it releases, or the rows of it that meet

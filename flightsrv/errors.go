@@ -58,7 +58,7 @@ func toStatus(err error) error {
 	case errors.Is(err, catalog.ErrTableExists), errors.Is(err, catalog.ErrDatabaseExists),
 		errors.Is(err, catalog.ErrColumnExists):
 		code = codes.AlreadyExists
-	case errors.Is(err, catalog.ErrDatabaseNotEmpty), errors.Is(err, tables.ErrHistoryUnavailable):
+	case errors.Is(err, catalog.ErrDatabaseNotEmpty), errors.Is(err, tables.ErrHistoryUnavailable), errors.Is(err, errSpread):
 		// The lake cannot give that history; a later start can (docs/lake.md).
 		code = codes.FailedPrecondition
 	case errors.Is(err, tables.ErrWriterSequence):
@@ -80,7 +80,8 @@ func toStatus(err error) error {
 	case errors.Is(err, tables.ErrSchemaChanged):
 		code = codes.Aborted // retry the write: it is conformed to the new definition
 	case errors.Is(err, tables.ErrCaptureRace), errors.Is(err, tables.ErrLakeSnapshotGone), errors.Is(err, tables.ErrKeyIndexRebuilding), errors.Is(err, tables.ErrReplicaUnavailable),
-		errors.Is(err, columnarlog.ErrNotStored): // the log repairs itself before the next write
+		errors.Is(err, columnarlog.ErrNotStored), // the log repairs itself before the next write
+		errors.Is(err, errElsewhere): // the message names the node that serves it
 		code = codes.Unavailable // retry the same call
 	case errors.Is(err, columnarlog.ErrCorrupt):
 		code = codes.DataLoss // stored data is damaged: a retry meets the same damage

@@ -81,6 +81,9 @@ func (s *Server) streamScan(ctx context.Context, tk *ticket, plain bool, stream 
 	if err != nil {
 		return err
 	}
+	if err := s.checkHere(ctx, t, ticketBuckets(t, tk)); err != nil { // placement.go
+		return err
+	}
 	def := t.Def()
 	cur := def.ArrowSchema()
 	out, err := scan.ProjectSchema(cur, tk.Cols)
@@ -118,8 +121,14 @@ func (s *Server) streamScan(ctx context.Context, tk *ticket, plain bool, stream 
 			return err
 		}
 	}
+	ranges := tk.Ranges
+	if len(tk.Buckets) > 0 {
+		if ranges, err = capturedBuckets(ctx, t, tk.Buckets); err != nil { // placement.go
+			return err
+		}
+	}
 	identity := isIdentity(tk.Cols, cur.NumFields())
-	for _, r := range tk.Ranges {
+	for _, r := range ranges {
 		if r.Bucket < 0 || r.Bucket >= t.Log().Buckets() {
 			return fmt.Errorf("%w: ticket bucket %d out of range", errInvalid, r.Bucket)
 		}

@@ -78,6 +78,14 @@ type Options struct {
 	// Auth authenticates every call (auth.go). Default: none, every call
 	// runs as auth.Anonymous and user DDL is refused.
 	Auth *auth.Service
+	// Placement says where a cluster's buckets are read (placement.go):
+	// plans locate their endpoints, and DoGet refuses buckets this node
+	// does not hold. Default nil: a single node.
+	Placement Placement
+	// TicketKey signs the tickets. Default: the authentication service's
+	// key, else a random key of the process. A cluster's nodes share one
+	// (docs/security.md, "Signed tickets").
+	TicketKey []byte
 	// Limits caps what one client holds at once (limits.go); each zero
 	// field takes its default.
 	Limits Limits
@@ -176,7 +184,7 @@ func New(store *tables.Store, engine QueryEngine, opts Options) (*Server, error)
 		return nil, fmt.Errorf("flight options: %w", err)
 	}
 	s := &Server{opts: opts, store: store, engine: engine, prepared: newPreparedStore(opts.PreparedTTL),
-		budget: newBudget(opts.StreamMemory), limits: newLimiter(opts.Limits), stopping: make(chan struct{}), ticketKey: ticketKeyOf(opts.Auth)}
+		budget: newBudget(opts.StreamMemory), limits: newLimiter(opts.Limits), stopping: make(chan struct{}), ticketKey: ticketKeyOf(opts.Auth, opts.TicketKey)}
 	if engine != nil {
 		s.engine = limitedEngine{QueryEngine: engine, l: s.limits} // limits.go
 	}

@@ -251,6 +251,11 @@ func (s *Server) scanInfo(ctx context.Context, ps *planner.PlainScan, desc *flig
 		TotalRecords:     scanRows(r, rows),
 		TotalBytes:       -1,
 	}
+	if s.opts.Placement != nil && r.layer == tables.LayerTable {
+		if spread, err := s.clusterScanInfo(ctx, r, v, files, info); err != nil || spread { // placement.go
+			return info, err
+		}
+	}
 	for _, g := range endpointGroups(files, v.Ranges, s.opts.MaxEndpoints) { // queryplan.go
 		tk := &ticket{Kind: "scan", Table: r.def.ID, Schema: r.def.SchemaID, Cols: r.cols, Files: g.files, Ranges: g.ranges}
 		if len(g.files) > 0 {
@@ -260,7 +265,7 @@ func (s *Server) scanInfo(ctx context.Context, ps *planner.PlainScan, desc *flig
 		if err != nil {
 			return nil, err
 		}
-		info.Endpoint = append(info.Endpoint, ep)
+		info.Endpoint = append(info.Endpoint, s.locateHere(ep))
 	}
 	return info, nil
 }
@@ -282,7 +287,7 @@ func (s *Server) stateScanInfo(ctx context.Context, r *plainScan, v *tables.View
 		FlightDescriptor: desc,
 		TotalRecords:     scanRows(r, v.Rows()),
 		TotalBytes:       -1,
-		Endpoint:         []*flight.FlightEndpoint{ep},
+		Endpoint:         []*flight.FlightEndpoint{s.locateHere(ep)},
 	}, nil
 }
 

@@ -33,6 +33,7 @@ import (
 //
 //	"LSTK3" | HMAC-SHA256(key, json) (32 bytes) | json
 //	json: {"kind":"scan","user":3,"exp":1796650000,"table":12,"schema":0,"cols":[0,2],"ranges":[{"Bucket":0,"From":0,"To":4096}]}
+//	      {"kind":"scan","exp":1796650000,"table":12,"cols":[0,2],"buckets":[1,4]}
 //	      {"kind":"query","exp":1796650000,"sql":"SELECT id FROM t WHERE v > ?","params":"/////...","pins":[{"table":12,"ranges":[...]}]}
 var ticketMagic = []byte("LSTK3")
 
@@ -59,6 +60,12 @@ type ticket struct {
 	// the ranges (which start at the snapshot's tiered offsets)
 	Snapshot int64    `json:"snapshot,omitempty"`
 	Files    []string `json:"files,omitempty"`
+	// scan in a cluster: buckets another node serves, read as that node
+	// captures them at DoGet (placement.go); Ranges and Files are empty
+	Buckets []int `json:"buckets,omitempty"`
+	// changes in a cluster: the start of the ranges whose From is -1 (the
+	// buckets another node serves), resolved by that node at DoGet
+	Start *tables.Start `json:"start,omitempty"`
 	// scan of a primary-key table with a lake: the table as DoGet
 	// captures it (lake rows and log records filtered by one state), in
 	// one endpoint; Ranges and Files are empty

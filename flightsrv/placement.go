@@ -1,0 +1,214 @@
+package flightsrv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+
+	"github.com/lakestream/lakestream/tables"
+)
+
+// In a cluster each bucket is read on a node that holds it, and the
+// endpoints of a plan say which (docs/flight.md, "Endpoints in a
+// cluster"): a plain scan and a subscription get, beside the parts this
+// node serves itself, one endpoint per other serving node, located at its
+// Flight address. An endpoint served elsewhere cannot pin its log range
+// here (this node may hold no replica of the bucket), so its ticket names
+// the buckets and the node that serves it captures them at DoGet; the
+// ticket is signed with the cluster's shared key, so it is valid on every
+// node that holds the buckets, and any other node refuses it with
+// Unavailable naming the one to go to (errElsewhere).
+
+// Placement says where a cluster's buckets are read; nil on a single
+// node, where every bucket is read here and endpoints carry no location.
+type Placement interface {
+	// ReadFrom returns, for each of a table's buckets, the node that serves
+	// its reads in plans made here: this node when it leads the bucket (or,
+	// with follower reads, holds it in sync), else the bucket's leader. A
+	// bucket without a leader has a Location without a URI.
+	ReadFrom(ctx context.Context, tableID int64, buckets int) ([]Location, error)
+	// ReadHere reports whether this node can serve reads of bucket b (it
+	// holds an in-sync replica of it); when it cannot, serving is the node
+	// that can.
+	ReadHere(ctx context.Context, tableID int64, b int) (serving Location, ok bool)
+	// Self is this node's location.
+	Self() Location
+}
+
+// Location is a node that serves reads.
+type Location struct {
+	Node string // node id
+	// URI is the node's Flight location ("grpc+tcp://host:port", or
+	// grpc+tls with TLS on); "" when no node serves the bucket now.
+	URI  string
+	Self bool
+}
+
+// errElsewhere refuses the DoGet of a ticket whose buckets this node does
+// not hold (Unavailable): the message names the node that does.
+var errElsewhere = errors.New("not served by this node")
+
+// elsewhere is the redirect of bucket b of t to the node that serves it.
+func elsewhere(t *tables.Table, b int, to Location) error {
+	if to.URI == "" {
+		return fmt.Errorf("%w: bucket %d of %s has no leader now (no in-sync replica is alive): retry", tables.ErrReplicaUnavailable, b, t.Name())
+	}
+	return fmt.Errorf("%w: bucket %d of %s: read it from node %s at %s", errElsewhere, b, t.Name(), to.Node, to.URI)
+}
+
+// checkHere refuses, with the node to go to, a bucket this node cannot
+// read; on a single node every bucket is read here.
+func (s *Server) checkHere(ctx context.Context, t *tables.Table, buckets []int) error {
+	if s.opts.Placement == nil {
+		return nil
+	}
+	for _, b := range buckets {
+		if to, ok := s.opts.Placement.ReadHere(ctx, t.Def().ID, b); !ok {
+			return elsewhere(t, b, to)
+		}
+	}
+	return nil
+}
+
+// locate adds loc to ep; a single node's endpoints carry none.
+func locate(ep *flight.FlightEndpoint, loc Location) *flight.FlightEndpoint {
+	if loc.URI != "" {
+		ep.Location = []*flight.Location{{Uri: loc.URI}}
+	}
+	return ep
+}
+
+// ticketBuckets are the buckets a scan or changes ticket reads (those out
+// of range are refused as the ticket is read).
+func ticketBuckets(t *tables.Table, tk *ticket) []int {
+	out := slices.Clone(tk.Buckets)
+	for _, r := range tk.Ranges {
+		out = append(out, r.Bucket)
+	}
+	if tk.State {
+		for b := range t.Log().Buckets() {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// locateHere locates ep at this node in a cluster, where a client may
+// hold several nodes' endpoints; a single node's carry no location.
+func (s *Server) locateHere(ep *flight.FlightEndpoint) *flight.FlightEndpoint {
+	if s.opts.Placement == nil {
+		return ep
+	}
+	return locate(ep, s.opts.Placement.Self())
+}
+
+// remoteGroup is the buckets one other node serves.
+type remoteGroup struct {
+	at      Location
+	buckets []int
+}
+
+// splitByNode sorts a table's buckets into those this node serves and
+// groups for the other nodes, in the order of their first bucket. A
+// bucket without a leader fails the plan with Unavailable.
+func splitByNode(t *tables.Table, locs []Location) (here []int, there []remoteGroup, err error) {
+	idx := map[string]int{}
+	for b, loc := range locs {
+		switch {
+		case loc.URI == "":
+			return nil, nil, elsewhere(t, b, loc)
+		case loc.Self:
+			here = append(here, b)
+		default:
+			i, ok := idx[loc.Node]
+			if !ok {
+				i = len(there)
+				idx[loc.Node] = i
+				there = append(there, remoteGroup{at: loc})
+			}
+			there[i].buckets = append(there[i].buckets, b)
+		}
+	}
+	return here, there, nil
+}
+
+// clusterScanInfo adds to info the endpoints of a plain scan of a table
+// layer in a cluster: the parts of the capture v of the buckets this node
+// serves, grouped as on a single node, and one endpoint per other serving
+// node. It reports false when every bucket is served here (the plan is
+// then a single node's, each endpoint located here).
+func (s *Server) clusterScanInfo(ctx context.Context, r *plainScan, v *tables.View, files []tables.LakeFile, info *flight.FlightInfo) (bool, error) {
+	p := s.opts.Placement
+	locs, err := p.ReadFrom(ctx, r.def.ID, r.t.Log().Buckets())
+	if err != nil {
+		return false, err
+	}
+	here, there, err := splitByNode(r.t, locs)
+	if err != nil || len(there) == 0 {
+		return false, err
+	}
+	if len(files) > 0 {
+		// Each node tiers into a lake of its own, which cannot be split
+		// by bucket: a node holding every bucket in sync serves it all.
+		for b := range locs {
+			if _, ok := p.ReadHere(ctx, r.def.ID, b); !ok {
+				return false, fmt.Errorf("%w: %s has rows tiered into this node's lake and buckets on other nodes: plan the scan on a node that holds every bucket, or read it with a query", errSpread, r.def.FullName())
+			}
+		}
+		return false, nil
+	}
+	var ranges []tables.Range
+	for _, rg := range v.Ranges {
+		if slices.Contains(here, rg.Bucket) {
+			ranges = append(ranges, rg)
+		}
+	}
+	self := p.Self()
+	for _, g := range endpointGroups(nil, ranges, s.opts.MaxEndpoints) { // queryplan.go
+		ep, err := s.endpoint(ctx, &ticket{Kind: "scan", Table: r.def.ID, Schema: r.def.SchemaID, Cols: r.cols, Ranges: g.ranges})
+		if err != nil {
+			return false, err
+		}
+		info.Endpoint = append(info.Endpoint, locate(ep, self))
+	}
+	for _, g := range there {
+		ep, err := s.endpoint(ctx, &ticket{Kind: "scan", Table: r.def.ID, Schema: r.def.SchemaID, Cols: r.cols, Buckets: g.buckets})
+		if err != nil {
+			return false, err
+		}
+		info.Endpoint = append(info.Endpoint, locate(ep, g.at))
+	}
+	info.TotalRecords = -1 // the other nodes' rows are counted at DoGet
+	return true, nil
+}
+
+// errSpread refuses a plan that no one node can serve (FailedPrecondition).
+var errSpread = errors.New("the table's parts are spread over nodes")
+
+// capturedBuckets is what DoGet of a ticket naming buckets reads: the
+// bucket's log ranges of a capture taken now. A node's lake holds the
+// rows it tiered of every bucket it holds, so a capture with lake rows
+// cannot be cut to the ticket's buckets: it is refused.
+func capturedBuckets(ctx context.Context, t *tables.Table, buckets []int) ([]tables.Range, error) {
+	v, err := t.Capture(ctx, tables.LayerTable)
+	if err != nil {
+		return nil, err
+	}
+	files, err := v.Files(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) > 0 {
+		return nil, fmt.Errorf("%w: %s has rows tiered into this node's lake: plan the scan on a node that holds every bucket", errSpread, t.Def().FullName())
+	}
+	var out []tables.Range
+	for _, rg := range v.Ranges {
+		if slices.Contains(buckets, rg.Bucket) {
+			out = append(out, rg)
+		}
+	}
+	return out, nil
+}
