@@ -52,6 +52,14 @@ type ClusterConfig struct {
 	// cluster.db in the data directory, which only a cluster of one node
 	// can use.
 	Meta string
+	// FollowerReads makes this node plan the reads of every bucket it
+	// holds in sync (scans and changes() endpoints) here, not on the
+	// bucket's leader: the reads spread over the replicas, and a
+	// subscription outlives its bucket's leader. A follower serves rows
+	// up to its high watermark, which may trail the leader's by a fetch.
+	// Default false: endpoints are located at the leaders
+	// (docs/flight.md, "Endpoints in a cluster").
+	FollowerReads bool
 	// Dial opens the connections this node makes to other nodes'
 	// replication services (its followers' fetches from their leaders),
 	// given the address the other node advertises. Default: a TCP dial.

@@ -173,6 +173,14 @@ func (n *Node) open(ctx context.Context) error {
 	engineMemory, _ := cfg.engineMemory()
 	cfg.Logger.Info("memory limits", "available", availableMemory(), "engine_memory", engineMemory, "query_timeout", cfg.QueryTimeout,
 		"stream_memory", streamMemory, "stream_window", streamWindow, "stall_timeout", cfg.StallTimeout)
+	var place flightsrv.Placement // nil on a single node
+	var ticketKey []byte
+	if n.repl != nil {
+		place = placement{n: n, followerReads: cfg.Cluster.FollowerReads}
+		if ticketKey, err = n.repl.sharedTicketKey(ctx); err != nil { // placement.go
+			return err
+		}
+	}
 	srv, err := flightsrv.New(store, n.engine, flightsrv.Options{
 		StreamMemory: streamMemory,
 		StreamWindow: streamWindow,
@@ -181,6 +189,8 @@ func (n *Node) open(ctx context.Context) error {
 		SlowQuery:    cfg.SlowQuery,
 		Observer:     n.mon,
 		Auth:         n.sec.auth,
+		Placement:    place,
+		TicketKey:    ticketKey,
 		Limits:       cfg.Limits.flightLimits(),
 		Audit:        n.audit,
 		Version:      cfg.Version,

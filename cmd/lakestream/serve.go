@@ -143,6 +143,7 @@ func bindClusterFlags(fs *flag.FlagSet, c *node.ClusterConfig) {
 	fs.StringVar(&c.GossipKeyFile, "gossip-key-file", "", "file with the shared gossip key (16, 24 or 32 bytes in hex or base64) that encrypts gossip")
 	fs.StringVar(&c.GossipTiming, "gossip-timing", "lan", "failure detection profile: lan (dead within 4-24 s) or local (one host: 0.6-3.6 s)")
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", 10*time.Second, "at a graceful stop (SIGTERM), how long to wait for the leadership of the buckets this node leads to move to other nodes")
+	fs.BoolVar(&c.FollowerReads, "follower-reads", false, "plan reads (scan and changes() endpoints) of the buckets this node holds in sync here, not on their leaders")
 	fs.StringVar(&c.Meta, "meta", "", "the cluster's metadata store (bucket leaders, epochs, in-sync replicas): postgres://… shared by every node, or sqlite://FILE (default: cluster.db in the data dir, for a cluster of one)")
 }
 

@@ -1,0 +1,154 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/lakestream/lakestream/cluster/meta"
+)
+
+// spreadCluster is three nodes and a table t of six buckets with one
+// replica each, spread over the three, holding rows ids 0..rows-1 written
+// on every node (each node writes to the buckets it leads). It returns
+// the buckets' leaders.
+func spreadCluster(t testing.TB, rows int) (*testCluster, map[int]string) {
+	c := newTestCluster(t, "n1", "n2", "n3")
+	c.exec("CREATE TABLE t (id BIGINT, v VARCHAR) WITH ('bucket.num' = '6', 'bucket.replicas' = '1', 'min.insync.replicas' = '1')")
+	var bs []meta.Bucket
+	waitUntil(t, func() bool {
+		var err error
+		bs, err = c.nodes["n1"].n.repl.store.Buckets(context.Background(), 1)
+		if err != nil || len(bs) != 6 {
+			return false
+		}
+		for _, b := range bs {
+			if b.Leader == "" {
+				return false
+			}
+		}
+		return true
+	})
+	leaders := map[int]string{}
+	led := map[string]bool{}
+	for _, b := range bs {
+		leaders[int(b.Key.Bucket)] = b.Leader
+		led[b.Leader] = true
+	}
+	if len(led) != 3 {
+		t.Fatalf("buckets placed on %v: want all three nodes", leaders)
+	}
+	// Each node leads its buckets once its replicas are open.
+	waitUntil(t, func() bool {
+		for b, id := range leaders {
+			if !c.nodes[id].n.repl.Leads(1, b) {
+				return false
+			}
+		}
+		return true
+	})
+	per := rows / 3
+	for i, id := range []string{"n1", "n2", "n3"} {
+		n := per
+		if i == 2 {
+			n = rows - 2*per
+		}
+		mustExec(t, client(t, c.nodes[id].n.Addr()), fmt.Sprintf("INSERT INTO t SELECT range + %d, '%s' FROM range(%d)", i*per, id, n))
+	}
+	return c, leaders
+}
+
+// uriOf is the Flight location of a test node.
+func uriOf(n *Node) string { return "grpc+tcp://" + n.Addr() }
+
+// readEndpoint reads one endpoint from its location, every id in it.
+func readEndpoint(t testing.TB, ep *flight.FlightEndpoint) []int64 {
+	t.Helper()
+	if len(ep.Location) != 1 {
+		t.Fatalf("endpoint with locations %v: want one", ep.Location)
+	}
+	cl := client(t, strings.TrimPrefix(ep.Location[0].Uri, "grpc+tcp://"))
+	rdr, err := cl.DoGet(context.Background(), ep.Ticket)
+	if err != nil {
+		t.Fatalf("DoGet at %s: %v", ep.Location[0].Uri, err)
+	}
+	defer rdr.Release()
+	var ids []int64
+	for rdr.Next() {
+		ids = append(ids, rdr.RecordBatch().Column(0).(*array.Int64).Int64Values()...)
+	}
+	if err := rdr.Err(); err != nil {
+		t.Fatalf("read at %s: %v", ep.Location[0].Uri, err)
+	}
+	return ids
+}
+
+// A scan planned on one node of a table spread over three lists an
+// endpoint located at each node that serves buckets; read from their
+// locations they give every row once. A ticket taken to a node without
+// its buckets is refused Unavailable, naming the node that serves them.
+func TestClusterEndpointsSpread(t *testing.T) {
+	const rows = 3000
+	c, leaders := spreadCluster(t, rows)
+	for _, on := range []string{"n1", "n3"} {
+		info, err := client(t, c.nodes[on].n.Addr()).Execute(context.Background(), "SELECT id FROM t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := map[string]int{}
+		seen := make([]int, rows)
+		for _, ep := range info.Endpoint {
+			at[ep.Location[0].Uri]++
+			for _, id := range readEndpoint(t, ep) {
+				seen[id]++
+			}
+		}
+		for _, id := range []string{"n1", "n2", "n3"} {
+			if at[uriOf(c.nodes[id].n)] == 0 {
+				t.Errorf("planned on %s: no endpoint at %s (%s); endpoints at %v", on, id, uriOf(c.nodes[id].n), at)
+			}
+		}
+		for id, n := range seen {
+			if n != 1 {
+				t.Fatalf("planned on %s: id %d read %d times", on, id, n)
+			}
+		}
+		// The wrong node refuses, naming the right one.
+		for _, ep := range info.Endpoint {
+			uri := ep.Location[0].Uri
+			owner := ""
+			for id, cn := range c.nodes {
+				if uriOf(cn.n) == uri {
+					owner = id
+				}
+			}
+			wrong := map[string]string{"n1": "n2", "n2": "n3", "n3": "n1"}[owner]
+			_, err := readAll(client(t, c.nodes[wrong].n.Addr()), ep.Ticket)
+			if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "read it from node "+owner+" at "+uri) {
+				t.Errorf("ticket of %s read on %s: %v; want Unavailable naming %s at %s", owner, wrong, err, owner, uri)
+			}
+		}
+	}
+	t.Logf("buckets' leaders: %v", leaders)
+}
+
+// readAll reads a ticket on cl to its end and returns the rows read.
+func readAll(cl *flightsql.Client, tk *flight.Ticket) (int64, error) {
+	rdr, err := cl.DoGet(context.Background(), tk)
+	if err != nil {
+		return 0, err
+	}
+	defer rdr.Release()
+	var n int64
+	for rdr.Next() {
+		n += rdr.RecordBatch().NumRows()
+	}
+	return n, rdr.Err()
+}
