@@ -81,7 +81,7 @@ func toStatus(err error) error {
 		code = codes.Aborted // retry the write: it is conformed to the new definition
 	case errors.Is(err, tables.ErrCaptureRace), errors.Is(err, tables.ErrLakeSnapshotGone), errors.Is(err, tables.ErrKeyIndexRebuilding), errors.Is(err, tables.ErrReplicaUnavailable),
 		errors.Is(err, columnarlog.ErrNotStored), // the log repairs itself before the next write
-		errors.Is(err, errElsewhere): // the message names the node that serves it
+		errors.Is(err, errElsewhere):             // the message names the node that serves it
 		code = codes.Unavailable // retry the same call
 	case errors.Is(err, columnarlog.ErrCorrupt):
 		code = codes.DataLoss // stored data is damaged: a retry meets the same damage
