@@ -49,14 +49,14 @@ type Location struct {
 
 // errElsewhere refuses the DoGet of a ticket whose buckets this node does
 // not hold (Unavailable): the message names the node that does.
-var errElsewhere = errors.New("not served by this node")
+var errElsewhere = errors.New("not held in sync by this node")
 
 // elsewhere is the redirect of bucket b of t to the node that serves it.
 func elsewhere(t *tables.Table, b int, to Location) error {
 	if to.URI == "" {
 		return fmt.Errorf("%w: bucket %d of %s has no leader now (no in-sync replica is alive): retry", tables.ErrReplicaUnavailable, b, t.Name())
 	}
-	return fmt.Errorf("%w: bucket %d of %s: read it from node %s at %s", errElsewhere, b, t.Name(), to.Node, to.URI)
+	return fmt.Errorf("bucket %d of %s is %w: read it from node %s at %s", b, t.Name(), errElsewhere, to.Node, to.URI)
 }
 
 // checkHere refuses, with the node to go to, a bucket this node cannot

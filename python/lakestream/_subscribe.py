@@ -159,17 +159,25 @@ def subscribe(uri, table, start="latest", *, columns=None, where=None, username=
     """Every change of table from start, as (pyarrow.RecordBatch,
     Position): each batch with the position after it, the point to resume
     from once the batch is processed. Runs until the caller stops
-    iterating. After a lost connection or a node restart it connects again
-    (waiting retry_seconds, doubling up to max_retry_seconds) and
-    continues from the position after the last batch it yielded: no row is
-    lost or repeated. max_failures (None: no limit) bounds the connection
-    attempts in a row that fail.
+    iterating. After a lost connection, a node restart or a bucket's
+    leader failing it connects again (waiting retry_seconds, doubling up
+    to max_retry_seconds) and continues from the position after the last
+    batch it yielded: no row is lost or repeated. max_failures (None: no
+    limit) bounds the connection attempts in a row that fail.
+
+    uri is one node, or several (a list, or comma-separated): in a
+    cluster the subscription reads each bucket from the node its plan
+    locates it at, and plans again on the next node it knows (those given
+    and the members lakestream.nodes lists) when one fails
+    (docs/flight.md, "Subscriptions across failover").
 
     columns: the table's columns to read (default: all) — _bucket and
     _offset are always added; where: a changes() filter (docs/sql.md)."""
-    client = Client(uri, username, password)
+    nodes = _node_list(uri)
+    client = Client(nodes[0], username, password)
     pos = resolve_start(client, table, start)
-    failures, wait = 0, retry_seconds
+    nodes = _learn_nodes(client, nodes)
+    failures, wait, turn = 0, retry_seconds, 0
     while True:
         try:
             if columns:
@@ -181,17 +189,10 @@ def subscribe(uri, table, start="latest", *, columns=None, where=None, username=
             if where:
                 sql += f" WHERE {where}"
             _, eps = client.plan(sql)
-            reader = client.stream(eps[0])
             failures, wait = 0, retry_seconds
-            try:
-                for chunk in reader:
-                    b = chunk.data
-                    if b is None or not b.num_rows:
-                        continue
-                    _advance(pos, b)
-                    yield b, Position(pos)
-            finally:
-                reader.cancel()
+            for b in _read_all(client, eps):
+                _advance(pos, b)
+                yield b, Position(pos)
             # The stream ended without an error (the node shut down
             # cleanly): connect again as after a failure.
             raise ConnectionError("subscription stream ended")
@@ -202,6 +203,97 @@ def subscribe(uri, table, start="latest", *, columns=None, where=None, username=
             client.close()
             time.sleep(wait)  # back-off before connecting again
             wait = min(wait * 2, max_retry_seconds)
+            turn += 1
+            client = Client(nodes[turn % len(nodes)], username, password)
+
+
+def _node_list(uri):
+    if isinstance(uri, str):
+        uri = uri.split(",")
+    out = [u.strip() for u in uri if u and u.strip()]
+    if not out:
+        raise ValueError("subscribe: no node uri given")
+    return out
+
+
+def _learn_nodes(client, nodes):
+    """nodes and the Flight addresses of the cluster's members that
+    client's node lists (none on a single node)."""
+    try:
+        rows = client.query("SELECT flight_addr FROM lakestream.nodes WHERE node_id IS NOT NULL").to_pylist()
+    except fl.FlightError:
+        return nodes
+    scheme = nodes[0].split("://", 1)[0] if "://" in nodes[0] else "grpc"
+    known = list(nodes)
+    for r in rows:
+        addr = r["flight_addr"]
+        if addr and not any(n.endswith("//" + addr) or n == addr for n in known):
+            known.append(f"{scheme}://{addr}")
+    return known
+
+
+def _read_all(client, eps):
+    """The batches of every endpoint of a subscription as they come: one
+    endpoint is read here, several (a cluster's nodes each serving some
+    buckets) by a thread each. The first error of any ends them all and
+    is raised."""
+    if len(eps) == 1:
+        reader = client.stream(eps[0])
+        try:
+            for chunk in reader:
+                if chunk.data is not None and chunk.data.num_rows:
+                    yield chunk.data
+        finally:
+            reader.cancel()
+        return
+    import queue
+    import threading
+    q = queue.Queue(maxsize=2 * len(eps))
+    stop = threading.Event()
+    readers = []
+
+    def put(item):
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue  # the consumer is slow: wait for room, or for the stop
+
+    def run(ep):
+        try:
+            reader = client.stream(ep)
+            readers.append(reader)
+            for chunk in reader:
+                if stop.is_set():
+                    return
+                if chunk.data is not None and chunk.data.num_rows:
+                    put(("batch", chunk.data))
+            put(("end", None))
+        except Exception as e:  # handed to the consumer, which raises it
+            put(("error", e))
+
+    threads = [threading.Thread(target=run, args=(ep,), daemon=True) for ep in eps]
+    for t in threads:
+        t.start()
+    try:
+        while True:
+            kind, v = q.get()
+            if kind == "batch":
+                yield v
+            elif kind == "error":
+                raise v
+            else:
+                raise ConnectionError("subscription stream ended")
+    finally:
+        stop.set()
+        for r in list(readers):
+            try:
+                r.cancel()
+            except Exception:
+                pass
+        for t in threads:
+            t.join(timeout=5)
 
 
 def _advance(pos, batch):
