@@ -166,8 +166,10 @@ func (s *Server) clusterScanInfo(ctx context.Context, r *plainScan, v *tables.Vi
 			ranges = append(ranges, rg)
 		}
 	}
-	self := p.Self()
-	for _, g := range endpointGroups(nil, ranges, s.opts.MaxEndpoints) { // queryplan.go
+	// Each node's buckets get their share of MaxEndpoints, so a client
+	// reads with the parallelism of a single node's plan.
+	self, total := p.Self(), len(locs)
+	for _, g := range endpointGroups(nil, ranges, endpointShare(len(here), total, s.opts.MaxEndpoints)) { // queryplan.go
 		ep, err := s.endpoint(ctx, &ticket{Kind: "scan", Table: r.def.ID, Schema: r.def.SchemaID, Cols: r.cols, Ranges: g.ranges})
 		if err != nil {
 			return false, err
@@ -175,14 +177,31 @@ func (s *Server) clusterScanInfo(ctx context.Context, r *plainScan, v *tables.Vi
 		info.Endpoint = append(info.Endpoint, locate(ep, self))
 	}
 	for _, g := range there {
-		ep, err := s.endpoint(ctx, &ticket{Kind: "scan", Table: r.def.ID, Schema: r.def.SchemaID, Cols: r.cols, Buckets: g.buckets})
-		if err != nil {
-			return false, err
+		for _, buckets := range roundRobin(g.buckets, endpointShare(len(g.buckets), total, s.opts.MaxEndpoints)) {
+			ep, err := s.endpoint(ctx, &ticket{Kind: "scan", Table: r.def.ID, Schema: r.def.SchemaID, Cols: r.cols, Buckets: buckets})
+			if err != nil {
+				return false, err
+			}
+			info.Endpoint = append(info.Endpoint, locate(ep, g.at))
 		}
-		info.Endpoint = append(info.Endpoint, locate(ep, g.at))
 	}
 	info.TotalRecords = -1 // the other nodes' rows are counted at DoGet
 	return true, nil
+}
+
+// endpointShare is the endpoints of n of total buckets when a plan has at most
+// limit: at least one, at most n.
+func endpointShare(n, total, limit int) int {
+	return min(n, max(1, limit*n/total))
+}
+
+// roundRobin splits buckets into k groups, round robin.
+func roundRobin(buckets []int, k int) [][]int {
+	out := make([][]int, k)
+	for i, b := range buckets {
+		out[i%k] = append(out[i%k], b)
+	}
+	return out
 }
 
 // errSpread refuses a plan that no one node can serve (FailedPrecondition).
