@@ -152,3 +152,78 @@ func readAll(cl *flightsql.Client, tk *flight.Ticket) (int64, error) {
 	}
 	return n, rdr.Err()
 }
+
+// With --follower-reads a node plans every bucket it holds in sync on
+// itself; without, on the buckets' leaders. Both read every row once.
+func TestClusterFollowerReads(t *testing.T) {
+	c := &testCluster{t: t, meta: "sqlite://" + t.TempDir() + "/meta.db", nodes: map[string]*clusterNode{},
+		tweak: func(id string, cfg *Config) { cfg.Cluster.FollowerReads = id == "n1" }}
+	for _, id := range []string{"n1", "n2", "n3"} {
+		c.start(id, t.TempDir())
+	}
+	c.waitMembers(3)
+	c.exec("CREATE TABLE t (id BIGINT) WITH ('bucket.num' = '4', 'bucket.replicas' = '3', 'min.insync.replicas' = '3')")
+	var bs []meta.Bucket
+	waitUntil(t, func() bool {
+		bs, _ = c.nodes["n1"].n.repl.store.Buckets(context.Background(), 1)
+		if len(bs) != 4 {
+			return false
+		}
+		for _, b := range bs {
+			if b.Leader == "" || len(b.ISR) != 3 || !c.nodes[b.Leader].n.repl.Leads(1, int(b.Key.Bucket)) {
+				return false
+			}
+		}
+		return true
+	})
+	led := map[string]bool{}
+	for _, b := range bs {
+		led[b.Leader] = true
+	}
+	if !led["n2"] && !led["n3"] {
+		t.Fatalf("leaders %v: want buckets led off n1, or follower reads change nothing", led)
+	}
+	next := 0
+	for id := range led {
+		mustExec(t, client(t, c.nodes[id].n.Addr()), fmt.Sprintf("INSERT INTO t SELECT range + %d FROM range(100)", next))
+		next += 100
+	}
+	// Every replica serves the rows once its high watermark has them.
+	for _, id := range []string{"n1", "n2"} {
+		cl := client(t, c.nodes[id].n.Addr())
+		waitUntil(t, func() bool { return queryInt64(t, cl, "SELECT count(*) FROM t") == int64(next) })
+	}
+	for _, tc := range []struct {
+		on   string
+		want func(b meta.Bucket) string // the node an endpoint of b is located at
+	}{
+		{"n1", func(meta.Bucket) string { return "n1" }},
+		{"n2", func(b meta.Bucket) string { return b.Leader }},
+	} {
+		info, err := client(t, c.nodes[tc.on].n.Addr()).Execute(context.Background(), "SELECT id FROM t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantAt := map[string]bool{}
+		for _, b := range bs {
+			wantAt[uriOf(c.nodes[tc.want(b)].n)] = true
+		}
+		seen := map[int64]int{}
+		for _, ep := range info.Endpoint {
+			if !wantAt[ep.Location[0].Uri] {
+				t.Errorf("planned on %s: an endpoint at %s, want only %v", tc.on, ep.Location[0].Uri, wantAt)
+			}
+			for _, id := range readEndpoint(t, ep) {
+				seen[id]++
+			}
+		}
+		if len(seen) != next {
+			t.Errorf("planned on %s: %d distinct ids, want %d", tc.on, len(seen), next)
+		}
+		for id, n := range seen {
+			if n != 1 {
+				t.Errorf("planned on %s: id %d read %d times", tc.on, id, n)
+			}
+		}
+	}
+}

@@ -27,6 +27,8 @@ type testCluster struct {
 	meta  string
 	seed  string
 	nodes map[string]*clusterNode
+	// tweak, when set, changes a node's configuration before it starts.
+	tweak func(id string, cfg *Config)
 }
 
 type clusterNode struct {
@@ -52,6 +54,9 @@ func newTestClusterOn(t testing.TB, metaURI string, ids ...string) *testCluster 
 func (c *testCluster) start(id, dir string) *clusterNode {
 	cfg := quietConfig(dir)
 	cfg.Cluster = ClusterConfig{NodeID: id, Gossip: freeLoopbackAddr(c.t), GossipTiming: "local", Meta: c.meta}
+	if c.tweak != nil {
+		c.tweak(id, &cfg)
+	}
 	if c.seed != "" {
 		cfg.Cluster.Join = []string{c.seed}
 	} else {
