@@ -31,10 +31,6 @@ func (s *Server) changesInfo(ctx context.Context, c *planner.Changes, desc *flig
 	if err != nil {
 		return nil, err
 	}
-	starts, err := startOffsets(ctx, t, start)
-	if err != nil {
-		return nil, err
-	}
 	info := &flight.FlightInfo{
 		Schema:           flight.SerializeSchema(schema, s.opts.Mem),
 		FlightDescriptor: desc,
@@ -57,16 +53,24 @@ func (s *Server) changesInfo(ctx context.Context, c *planner.Changes, desc *flig
 		return nil
 	}
 	if s.opts.Placement == nil {
+		starts, err := startOffsets(ctx, t, start)
+		if err != nil {
+			return nil, err
+		}
 		return info, add(starts, Location{}, nil)
 	}
-	// In a cluster: the buckets this node serves start where it resolved
+	// In a cluster: the buckets this node serves start where it resolves
 	// them, the others where their node resolves the same start at DoGet
-	// (placement.go).
-	locs, err := s.opts.Placement.ReadFrom(ctx, t.Def().ID, len(starts))
+	// (placement.go); each node checks the offsets of its own buckets.
+	locs, err := s.opts.Placement.ReadFrom(ctx, t.Def().ID, t.Log().Buckets())
 	if err != nil {
 		return nil, err
 	}
 	here, there, err := splitByNode(t, locs)
+	if err != nil {
+		return nil, err
+	}
+	starts, err := startOffsets(ctx, t, startOf(start, here))
 	if err != nil {
 		return nil, err
 	}
@@ -243,8 +247,12 @@ func resolveStarts(ctx context.Context, t *tables.Table, tk *ticket) error {
 			return fmt.Errorf("%w: ticket: bucket %d without a start", errInvalid, r.Bucket)
 		}
 		if starts == nil {
+			var mine []int
+			for _, r := range tk.Ranges {
+				mine = append(mine, r.Bucket)
+			}
 			var err error
-			if starts, err = startOffsets(ctx, t, *tk.Start); err != nil {
+			if starts, err = startOffsets(ctx, t, startOf(*tk.Start, mine)); err != nil {
 				return err
 			}
 		}
@@ -254,6 +262,22 @@ func resolveStarts(ctx context.Context, t *tables.Table, tk *ticket) error {
 		tk.Ranges[i].From = starts[r.Bucket].From
 	}
 	return nil
+}
+
+// startOf is start for the buckets of a plan that one node resolves: its
+// explicit offsets of other buckets are that node's to check.
+func startOf(start tables.Start, buckets []int) tables.Start {
+	if start.At != tables.StartOffsets {
+		return start
+	}
+	mine := map[int]int64{}
+	for _, b := range buckets {
+		if o, ok := start.Offsets[b]; ok {
+			mine[b] = o
+		}
+	}
+	start.Offsets = mine
+	return start
 }
 
 // sendChanges writes rec, which it releases, or the rows of it that meet

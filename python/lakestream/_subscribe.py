@@ -61,13 +61,15 @@ def parse_timestamp(v):
     return v
 
 
-def resolve_start(client, table, start):
+def resolve_start(client, table, start, offs=None):
     """start as a Position covering every bucket of table: 'earliest'
     (the first readable offset: 0 with a lake), 'latest' (the committed
     end), a datetime or 'timestamp:<ISO>' (the first row committed at or
     after it), or explicit offsets (a dict, '0:12,1:40' or JSON; buckets
-    not named start at the earliest, as in changes())."""
-    offs = client.offsets(table)
+    not named start at the earliest, as in changes()). offs, when given,
+    are the table's offsets (a cluster's, from each bucket's leader)."""
+    if offs is None:
+        offs = client.offsets(table)
     if isinstance(start, datetime.datetime):
         return _at_time(client, table, offs, parse_timestamp(start))
     if isinstance(start, dict):
@@ -175,8 +177,11 @@ def subscribe(uri, table, start="latest", *, columns=None, where=None, username=
     _offset are always added; where: a changes() filter (docs/sql.md)."""
     nodes = _node_list(uri)
     client = Client(nodes[0], username, password)
-    pos = resolve_start(client, table, start)
     nodes = _learn_nodes(client, nodes)
+    offs = None
+    if len(nodes) > 1:
+        offs = _leader_offsets(nodes, table, username, password) or None
+    pos = resolve_start(client, table, start, offs)
     failures, wait, turn = 0, retry_seconds, 0
     while True:
         try:
@@ -230,6 +235,30 @@ def _learn_nodes(client, nodes):
         if addr and not any(n.endswith("//" + addr) or n == addr for n in known):
             known.append(f"{scheme}://{addr}")
     return known
+
+
+def _leader_offsets(nodes, table, username, password):
+    """{bucket: (earliest, log start, end)} of table in a cluster, each
+    bucket's as its leader holds them (a node holding no replica of a
+    bucket lists it empty); buckets whose leader no node answered for are
+    left out, and {} when none is found."""
+    name = quote_string(full_name(table))
+    out = {}
+    for uri in nodes:
+        c = Client(uri, username, password)
+        try:
+            led = {r["bucket"] for r in c.query(
+                f"SELECT bucket FROM lakestream.buckets WHERE lower(table_name) = lower({name}) "
+                f"AND local_role = 'leader'").to_pylist()}
+            if led:
+                out.update({b: v for b, v in c.offsets(table).items() if b in led})
+        except (fl.FlightError, LookupError):
+            continue  # a node down or without the table: the others answer
+        finally:
+            c.close()
+    if out and len(out) < max(out) + 1:
+        return {}  # a bucket without a known leader: resolve on one node instead
+    return out
 
 
 def _read_all(client, eps):

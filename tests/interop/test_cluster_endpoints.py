@@ -88,6 +88,34 @@ def test_endpoints_on_every_node(tmp_path):
         assert sorted(got) == list(range(total))
         print(f"\nendpoints: {len(info.endpoints)} on {sorted(set(located))}; {total} rows read once each; "
               f"ADBC on n3 read {len(got)}")
+
+        # subscribe() from 'latest' on n1 gets rows written after it
+        # started, on every node, and none from before: each bucket's start
+        # is its leader's end, not n1's (which holds no replica of most).
+        fresh, errors = [], []
+
+        def consume():
+            try:
+                for batch, _ in lakestream.subscribe(c.nodes["n1"].uri, "t", "latest", columns=["id"]):
+                    fresh.extend(batch.column("id").to_pylist())
+                    if len(fresh) >= 30:
+                        return
+            except Exception as e:  # reported by the test
+                errors.append(e)
+
+        th = threading.Thread(target=consume, daemon=True)
+        th.start()
+        next_id = total
+        while th.is_alive() and time.monotonic() < deadline + 60:
+            for n in ["n1", "n2", "n3"]:
+                insert_on(c, n, f"INSERT INTO t SELECT range + {next_id} FROM range(10)", deadline + 60)
+                next_id += 10
+            th.join(timeout=0.2)  # the subscriber catching up: polled
+        assert not errors, errors
+        assert len(fresh) >= 30, f"received {len(fresh)} rows"
+        assert min(fresh) >= total, f"a row from before the start: {sorted(fresh)[:5]}"
+        assert len(set(fresh)) == len(fresh), "a row received twice"
+
     finally:
         c.stop()
 
