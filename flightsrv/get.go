@@ -116,14 +116,16 @@ func (s *Server) streamScan(ctx context.Context, tk *ticket, plain bool, stream 
 		}
 		return v.Read(ctx, tk.Cols, sendRecord)
 	}
-	if len(tk.Files) > 0 {
-		if err := t.ReadLakeFiles(ctx, tk.Snapshot, tk.Files, tk.Cols, sendRecord); err != nil {
+	snapshot, files, ranges := tk.Snapshot, tk.Files, tk.Ranges
+	if len(tk.Buckets) > 0 {
+		c, err := captureBuckets(ctx, t, tk) // placement.go
+		if err != nil {
 			return err
 		}
+		snapshot, files, ranges = c.snapshot, c.files, c.ranges
 	}
-	ranges := tk.Ranges
-	if len(tk.Buckets) > 0 {
-		if ranges, err = capturedBuckets(ctx, t, tk.Buckets); err != nil { // placement.go
+	if len(files) > 0 {
+		if err := t.ReadLakeFiles(ctx, snapshot, files, tk.Cols, sendRecord); err != nil {
 			return err
 		}
 	}

@@ -150,15 +150,23 @@ func (s *Server) clusterScanInfo(ctx context.Context, r *plainScan, v *tables.Vi
 	if err != nil || len(there) == 0 {
 		return false, err
 	}
+	var paths []string
 	if len(files) > 0 {
-		// Each node tiers into a lake of its own, which cannot be split
-		// by bucket: a node holding every bucket in sync serves it all.
-		for b := range locs {
-			if _, ok := p.ReadHere(ctx, r.def.ID, b); !ok {
-				return false, fmt.Errorf("%w: %s has rows tiered into this node's lake and buckets on other nodes: plan the scan on a node that holds every bucket, or read it with a query", errSpread, r.def.FullName())
+		// Each node tiers its replicas into a lake of its own, whose
+		// files are not cut by bucket: they go with the buckets served
+		// here when they hold rows of no other bucket; else a node
+		// holding every bucket in sync serves the scan alone.
+		if !lakeOnly(v, here) {
+			for b := range locs {
+				if _, ok := p.ReadHere(ctx, r.def.ID, b); !ok {
+					return false, fmt.Errorf("%w: %s has rows of buckets served by other nodes tiered into this node's lake: plan the scan on a node that holds every bucket, or read it with a query", errSpread, r.def.FullName())
+				}
 			}
+			return false, nil
 		}
-		return false, nil
+		for _, f := range files {
+			paths = append(paths, f.Path)
+		}
 	}
 	var ranges []tables.Range
 	for _, rg := range v.Ranges {
@@ -169,16 +177,25 @@ func (s *Server) clusterScanInfo(ctx context.Context, r *plainScan, v *tables.Vi
 	// Each node's buckets get their share of MaxEndpoints, so a client
 	// reads with the parallelism of a single node's plan.
 	self, total := p.Self(), len(locs)
-	for _, g := range endpointGroups(nil, ranges, endpointShare(len(here), total, s.opts.MaxEndpoints)) { // queryplan.go
-		ep, err := s.endpoint(ctx, &ticket{Kind: "scan", Table: r.def.ID, Schema: r.def.SchemaID, Cols: r.cols, Ranges: g.ranges})
+	for _, g := range endpointGroups(files, ranges, endpointShare(len(here), total, s.opts.MaxEndpoints)) { // queryplan.go
+		tk := &ticket{Kind: "scan", Table: r.def.ID, Schema: r.def.SchemaID, Cols: r.cols, Files: g.files, Ranges: g.ranges}
+		if len(g.files) > 0 {
+			tk.Snapshot = v.Lake.ID
+		}
+		ep, err := s.endpoint(ctx, tk)
 		if err != nil {
 			return false, err
 		}
 		info.Endpoint = append(info.Endpoint, locate(ep, self))
 	}
 	for _, g := range there {
-		for _, buckets := range roundRobin(g.buckets, endpointShare(len(g.buckets), total, s.opts.MaxEndpoints)) {
-			ep, err := s.endpoint(ctx, &ticket{Kind: "scan", Table: r.def.ID, Schema: r.def.SchemaID, Cols: r.cols, Buckets: buckets})
+		parts := roundRobin(g.buckets, endpointShare(len(g.buckets), total, s.opts.MaxEndpoints))
+		for _, buckets := range parts {
+			tk := &ticket{Kind: "scan", Table: r.def.ID, Schema: r.def.SchemaID, Cols: r.cols, Buckets: buckets}
+			if len(parts) > 1 {
+				tk.Group = g.buckets
+			}
+			ep, err := s.endpoint(ctx, tk)
 			if err != nil {
 				return false, err
 			}
@@ -207,11 +224,30 @@ func roundRobin(buckets []int, k int) [][]int {
 // errSpread refuses a plan that no one node can serve (FailedPrecondition).
 var errSpread = errors.New("the table's parts are spread over nodes")
 
-// capturedBuckets is what DoGet of a ticket naming buckets reads: the
-// bucket's log ranges of a capture taken now. A node's lake holds the
-// rows it tiered of every bucket it holds, so a capture with lake rows
-// cannot be cut to the ticket's buckets: it is refused.
-func capturedBuckets(ctx context.Context, t *tables.Table, buckets []int) ([]tables.Range, error) {
+// lakeOnly says whether the lake rows of capture v are all of buckets:
+// every other bucket's tiered offset is 0.
+func lakeOnly(v *tables.View, buckets []int) bool {
+	for b, o := range v.Lake.Offsets {
+		if o > 0 && !slices.Contains(buckets, b) {
+			return false
+		}
+	}
+	return true
+}
+
+// bucketCapture is what DoGet of a ticket naming buckets reads, captured
+// now: the buckets' log ranges, and the node's lake files when they hold
+// rows of the ticket's group alone (the part holding the group's first
+// bucket reads them). A node's lake holds the rows it tiered of every
+// bucket it holds, and its files are not cut by bucket: a lake with rows
+// of other buckets is refused.
+type bucketCapture struct {
+	snapshot int64
+	files    []string
+	ranges   []tables.Range
+}
+
+func captureBuckets(ctx context.Context, t *tables.Table, tk *ticket) (*bucketCapture, error) {
 	v, err := t.Capture(ctx, tables.LayerTable)
 	if err != nil {
 		return nil, err
@@ -220,13 +256,25 @@ func capturedBuckets(ctx context.Context, t *tables.Table, buckets []int) ([]tab
 	if err != nil {
 		return nil, err
 	}
-	if len(files) > 0 {
-		return nil, fmt.Errorf("%w: %s has rows tiered into this node's lake: plan the scan on a node that holds every bucket", errSpread, t.Def().FullName())
+	out := &bucketCapture{}
+	group := tk.Group
+	if len(group) == 0 {
+		group = tk.Buckets
 	}
-	var out []tables.Range
+	if len(files) > 0 {
+		if !lakeOnly(v, group) {
+			return nil, fmt.Errorf("%w: %s has rows of buckets this node does not serve in the plan tiered into its lake: plan the scan on a node that holds every bucket, or read it with a query", errSpread, t.Def().FullName())
+		}
+		if slices.Contains(tk.Buckets, slices.Min(group)) {
+			out.snapshot = v.Lake.ID
+			for _, f := range files {
+				out.files = append(out.files, f.Path)
+			}
+		}
+	}
 	for _, rg := range v.Ranges {
-		if slices.Contains(buckets, rg.Bucket) {
-			out = append(out, rg)
+		if slices.Contains(tk.Buckets, rg.Bucket) {
+			out.ranges = append(out.ranges, rg)
 		}
 	}
 	return out, nil

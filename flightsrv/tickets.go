@@ -63,6 +63,10 @@ type ticket struct {
 	// scan in a cluster: buckets another node serves, read as that node
 	// captures them at DoGet (placement.go); Ranges and Files are empty
 	Buckets []int `json:"buckets,omitempty"`
+	// Group is every bucket that node serves in the plan, when Buckets
+	// is a part of them: the part holding the first reads the node's
+	// lake rows of them all (placement.go)
+	Group []int `json:"group,omitempty"`
 	// changes in a cluster: the start of the ranges whose From is -1 (the
 	// buckets another node serves), resolved by that node at DoGet
 	Start *tables.Start `json:"start,omitempty"`

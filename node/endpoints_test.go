@@ -21,7 +21,13 @@ import (
 // the buckets' leaders.
 func spreadCluster(t testing.TB, rows int) (*testCluster, map[int]string) {
 	c := newTestCluster(t, "n1", "n2", "n3")
-	c.exec("CREATE TABLE t (id BIGINT, v VARCHAR) WITH ('bucket.num' = '6', 'bucket.replicas' = '1', 'min.insync.replicas' = '1')")
+	return c, spreadTable(t, c, rows, "")
+}
+
+// spreadTable creates t on c (with the extra options, if any) and fills
+// it; see spreadCluster.
+func spreadTable(t testing.TB, c *testCluster, rows int, options string) map[int]string {
+	c.exec("CREATE TABLE t (id BIGINT, v VARCHAR) WITH ('bucket.num' = '6', 'bucket.replicas' = '1', 'min.insync.replicas' = '1'" + options + ")")
 	var bs []meta.Bucket
 	waitUntil(t, func() bool {
 		var err error
@@ -62,7 +68,7 @@ func spreadCluster(t testing.TB, rows int) (*testCluster, map[int]string) {
 		}
 		mustExec(t, client(t, c.nodes[id].n.Addr()), fmt.Sprintf("INSERT INTO t SELECT range + %d, '%s' FROM range(%d)", i*per, id, n))
 	}
-	return c, leaders
+	return leaders
 }
 
 // uriOf is the Flight location of a test node.
@@ -223,6 +229,58 @@ func TestClusterFollowerReads(t *testing.T) {
 		for id, n := range seen {
 			if n != 1 {
 				t.Errorf("planned on %s: id %d read %d times", tc.on, id, n)
+			}
+		}
+	}
+}
+
+// Each node tiers its buckets into a lake of its own: with one replica a
+// bucket, a node's lake holds rows of its buckets alone, and a scan
+// planned on any node reads each node's lake files and log tail from
+// that node, every row once.
+func TestClusterEndpointsWithLakes(t *testing.T) {
+	c := &testCluster{t: t, meta: "sqlite://" + t.TempDir() + "/meta.db", nodes: map[string]*clusterNode{},
+		tweak: func(_ string, cfg *Config) { cfg.Tiering = TieringBackground }}
+	for _, id := range []string{"n1", "n2", "n3"} {
+		c.start(id, t.TempDir())
+	}
+	c.waitMembers(3)
+	const rows = 3000
+	spreadTable(t, c, rows, ", 'datalake.freshness' = '200ms'")
+	// Wait until every node's lake holds its rows.
+	waitUntil(t, func() bool {
+		for _, cn := range c.nodes {
+			tb, _, err := cn.n.store.Resolve(context.Background(), "default", "t")
+			if err != nil {
+				return false
+			}
+			v, err := tb.Capture(context.Background(), 0)
+			if err != nil || v.Lake.ID == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	for _, id := range []string{"n1", "n2", "n3"} {
+		mustExec(t, client(t, c.nodes[id].n.Addr()), fmt.Sprintf("INSERT INTO t SELECT range + %d, 'tail' FROM range(10)", rows+map[string]int{"n1": 0, "n2": 10, "n3": 20}[id]))
+	}
+	for _, on := range []string{"n1", "n2"} {
+		info, err := client(t, c.nodes[on].n.Addr()).Execute(context.Background(), "SELECT id FROM t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[int64]int{}
+		for _, ep := range info.Endpoint {
+			for _, id := range readEndpoint(t, ep) {
+				seen[id]++
+			}
+		}
+		if len(seen) != rows+30 {
+			t.Errorf("planned on %s: %d distinct ids, want %d", on, len(seen), rows+30)
+		}
+		for id, n := range seen {
+			if n != 1 {
+				t.Fatalf("planned on %s: id %d read %d times", on, id, n)
 			}
 		}
 	}
