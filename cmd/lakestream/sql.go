@@ -13,6 +13,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"google.golang.org/grpc"
@@ -64,8 +65,25 @@ func runSQL(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}()
 	var schema *arrow.Schema
+	// A cluster's endpoints are located at the nodes that serve them
+	// (docs/flight.md, "Endpoints in a cluster"): each is read there.
+	others := map[string]*flightsql.Client{}
+	defer func() {
+		for _, c := range others {
+			c.Close()
+		}
+	}()
 	for _, ep := range info.Endpoint {
-		rdr, err := cl.DoGet(ctx, ep.Ticket)
+		src := cl
+		if at := locationAddr(ep); at != "" && at != *addr {
+			if src = others[at]; src == nil {
+				if src, err = flightsql.NewClient(at, nil, nil, creds, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20))); err != nil {
+					return err
+				}
+				others[at] = src
+			}
+		}
+		rdr, err := src.DoGet(ctx, ep.Ticket)
 		if err != nil {
 			return err
 		}
@@ -86,6 +104,19 @@ func runSQL(ctx context.Context, args []string, out io.Writer) error {
 		return nil
 	}
 	return printResult(out, *format, schema, recs)
+}
+
+// locationAddr is the host:port of an endpoint's first location, "" for
+// none (the node that planned it).
+func locationAddr(ep *flight.FlightEndpoint) string {
+	if len(ep.Location) == 0 {
+		return ""
+	}
+	uri := ep.Location[0].Uri
+	if i := strings.Index(uri, "://"); i >= 0 {
+		return uri[i+3:]
+	}
+	return ""
 }
 
 func printResult(out io.Writer, format string, schema *arrow.Schema, recs []arrow.RecordBatch) error {

@@ -5,12 +5,14 @@ ADBC on another node reads the same rows; a ticket taken to the wrong
 node is refused naming the right one. And lakestream.subscribe() over a
 kill -9 of a bucket's leader: every stored row delivered once."""
 import re
+import subprocess
 import threading
 import time
 
 import pyarrow.flight as fl
 import pytest
 
+from conftest import BIN
 from test_cluster import Cluster
 from util import query
 
@@ -86,6 +88,10 @@ def test_endpoints_on_every_node(tmp_path):
         # ADBC on n3 reads the same rows (the driver follows the locations).
         got = query(c.conn("n3"), "SELECT id FROM t").column("id").to_pylist()
         assert sorted(got) == list(range(total))
+        # So does `lakestream sql` on n2.
+        out = subprocess.run([BIN, "sql", "--addr", f"127.0.0.1:{c.nodes['n2'].port}", "SELECT id FROM t",
+                              "--format", "csv"], capture_output=True, text=True, timeout=60, check=True).stdout
+        assert sorted(int(v) for v in out.split()[1:]) == list(range(total)), out[:200]
         print(f"\nendpoints: {len(info.endpoints)} on {sorted(set(located))}; {total} rows read once each; "
               f"ADBC on n3 read {len(got)}")
 
