@@ -105,9 +105,21 @@ func (s *resumingSubscriber) received() int {
 // A subscription whose bucket's leader stops resumes, from the offsets
 // after the last rows delivered, on the bucket's new leader: every row
 // stored is delivered once, before and after, with no gap in any
-// bucket's offsets.
+// bucket's offsets. With follower reads, a subscription planned on a
+// follower is served there and goes on through the leader's stop without
+// resuming.
 func TestClusterSubscriptionAcrossFailover(t *testing.T) {
-	c := newTestCluster(t, "n1", "n2", "n3")
+	t.Run("leaders", func(t *testing.T) { subscriptionAcrossFailover(t, false) })
+	t.Run("follower-reads", func(t *testing.T) { subscriptionAcrossFailover(t, true) })
+}
+
+func subscriptionAcrossFailover(t *testing.T, followerReads bool) {
+	c := &testCluster{t: t, meta: "sqlite://" + t.TempDir() + "/meta.db", nodes: map[string]*clusterNode{},
+		tweak: func(_ string, cfg *Config) { cfg.Cluster.FollowerReads = followerReads }}
+	for _, id := range []string{"n1", "n2", "n3"} {
+		c.start(id, t.TempDir())
+	}
+	c.waitMembers(3)
 	c.exec("CREATE TABLE s (id BIGINT) WITH ('bucket.num' = '2', 'bucket.replicas' = '3', 'min.insync.replicas' = '2')")
 	store := c.nodes["n1"].n.repl.store
 	leaders := func() []meta.Bucket {
@@ -165,6 +177,14 @@ func TestClusterSubscriptionAcrossFailover(t *testing.T) {
 		}
 		return true
 	})
+	gone := leaders()[0].Leader
+	if followerReads {
+		// Subscribe on a follower of bucket 0 only: it plans every
+		// bucket on itself.
+		mu.Lock()
+		live = []string{slicesWithout(live, gone)[0]}
+		mu.Unlock()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); sub.run(ctx) }()
@@ -172,7 +192,6 @@ func TestClusterSubscriptionAcrossFailover(t *testing.T) {
 	write(100)
 	waitUntil(t, func() bool { return sub.received() == int(next) })
 	// The leader of bucket 0 stops.
-	gone := leaders()[0].Leader
 	mu.Lock()
 	live = slicesWithout(live, gone)
 	mu.Unlock()
@@ -185,7 +204,10 @@ func TestClusterSubscriptionAcrossFailover(t *testing.T) {
 		write(50)
 	}
 	waitUntil(t, func() bool { return sub.received() == int(next) })
-	total := queryInt64(t, client(t, addrs[live[0]]), "SELECT count(*) FROM s")
+	mu.Lock()
+	reader := live[0]
+	mu.Unlock()
+	total := queryInt64(t, client(t, addrs[reader]), "SELECT count(*) FROM s")
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
 	if total != next || len(sub.mu.ids) != int(next) {
@@ -196,8 +218,11 @@ func TestClusterSubscriptionAcrossFailover(t *testing.T) {
 			t.Errorf("id %d received %d times", id, n)
 		}
 	}
-	if sub.mu.resumed == 0 {
+	switch {
+	case !followerReads && sub.mu.resumed == 0:
 		t.Error("the subscription never resumed: the stopped leader served none of it")
+	case followerReads && sub.mu.resumed > 0:
+		t.Errorf("the subscription on a follower resumed %d times: it should have gone on", sub.mu.resumed)
 	}
 	t.Logf("%d rows received once each across %s stopping; resumed %d times", next, gone, sub.mu.resumed)
 }
