@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lakestream/lakestream/cluster"
+	"github.com/lakestream/lakestream/cluster/meta"
 	"github.com/lakestream/lakestream/flightsrv"
 )
 
@@ -60,10 +61,20 @@ func (p placement) assignment(ctx context.Context, tableID int64, b int) (cluste
 
 func (p placement) ReadFrom(ctx context.Context, tableID int64, buckets int) ([]flightsrv.Location, error) {
 	out := make([]flightsrv.Location, buckets)
+	var stored map[int]cluster.Assignment // read once, for the buckets without a replica here
 	for b := range out {
-		a, held, err := p.assignment(ctx, tableID, b)
-		if err != nil {
-			return nil, err
+		a, held := p.n.repl.reps.Role(ref(tableID, b))
+		if !held {
+			if stored == nil {
+				var err error
+				if stored, err = p.storedAssignments(ctx, tableID); err != nil {
+					return nil, err
+				}
+			}
+			var ok bool
+			if a, ok = stored[b]; !ok {
+				return nil, fmt.Errorf("where bucket %d of table %d is: %w", b, tableID, meta.ErrNotFound)
+			}
 		}
 		self := p.n.repl.self
 		if a.Leader == self || (p.followerReads && held && slices.Contains(a.ISR, self)) {
@@ -71,6 +82,24 @@ func (p placement) ReadFrom(ctx context.Context, tableID int64, buckets int) ([]
 			continue
 		}
 		out[b] = p.leaderOf(a)
+	}
+	return out, nil
+}
+
+// storedAssignments are a table's buckets as the metadata store holds
+// them.
+func (p placement) storedAssignments(ctx context.Context, tableID int64) (map[int]cluster.Assignment, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	bs, err := p.n.repl.store.Buckets(ctx, tableID)
+	if err != nil {
+		return nil, fmt.Errorf("where the buckets of table %d are: %w", tableID, err)
+	}
+	out := make(map[int]cluster.Assignment, len(bs))
+	for _, b := range bs {
+		if b.Key.Partition == "" {
+			out[int(b.Key.Bucket)] = cluster.AssignmentOf(b, 0, p.n.repl.addr)
+		}
 	}
 	return out, nil
 }
