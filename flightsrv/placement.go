@@ -14,8 +14,8 @@ import (
 // In a cluster each bucket is read on a node that holds it, and the
 // endpoints of a plan say which (docs/flight.md, "Endpoints in a
 // cluster"): a plain scan and a subscription get, beside the parts this
-// node serves itself, one endpoint per other serving node, located at its
-// Flight address. An endpoint served elsewhere cannot pin its log range
+// node serves itself, endpoints for each other serving node (their share
+// of the plan's endpoints), located at its Flight address. An endpoint served elsewhere cannot pin its log range
 // here (this node may hold no replica of the bucket), so its ticket names
 // the buckets and the node that serves it captures them at DoGet; the
 // ticket is signed with the cluster's shared key, so it is valid on every
