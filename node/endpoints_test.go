@@ -27,6 +27,16 @@ func spreadCluster(t testing.TB, rows int) (*testCluster, map[int]string) {
 // spreadTable creates t on c (with the extra options, if any) and fills
 // it; see spreadCluster.
 func spreadTable(t testing.TB, c *testCluster, rows int, options string) map[int]string {
+	// Placement takes the nodes alive to gossip and holding their node
+	// lease.
+	waitUntil(t, func() bool {
+		for id := range c.nodes {
+			if !c.nodes["n1"].n.repl.alive(id) {
+				return false
+			}
+		}
+		return true
+	})
 	c.exec("CREATE TABLE t (id BIGINT, v VARCHAR) WITH ('bucket.num' = '6', 'bucket.replicas' = '1', 'min.insync.replicas' = '1'" + options + ")")
 	var bs []meta.Bucket
 	waitUntil(t, func() bool {
