@@ -57,6 +57,10 @@ func (r *pkRepl) WaitAcked(_ context.Context, _ int64, b int, end int64) error {
 	return r.c.ack(r.id, b, end)
 }
 
+func (r *pkRepl) Forward(context.Context, tables.ForwardedPart) (tables.ForwardResult, error) {
+	return tables.ForwardResult{}, fmt.Errorf("node %s: no forwarding here: %w: %w", r.id, tables.ErrNotTaken, tables.ErrReplicaUnavailable)
+}
+
 func (r *pkRepl) BeforeWrite(int64, int) error {
 	if !r.Leads(0, 0) {
 		return fmt.Errorf("node %s: %w", r.id, tables.ErrReplicaUnavailable)
