@@ -80,7 +80,9 @@ type ForwardResponse struct {
 type ForwardHandler func(context.Context, ForwardRequest) (ForwardResponse, error)
 
 // forwardHandler is set once, before the service is served.
-type forwardHandler struct{ h atomic.Pointer[ForwardHandler] }
+type forwardHandler struct {
+	h atomic.Pointer[ForwardHandler]
+}
 
 // HandleForward makes h store the parts other nodes forward to this one.
 func (r *Replicas) HandleForward(h ForwardHandler) { r.fwd.h.Store(&h) }

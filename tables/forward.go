@@ -229,24 +229,48 @@ func releaseParts(parts []bucketPart) {
 
 // writeParts has every part stored by its bucket's leader, in parallel,
 // and returns the rows stored (or repeated) and whether every part was a
-// duplicate. When some parts fail, the others may be stored: the error
-// says which buckets were and which were not.
+// duplicate. The parts of the buckets this node leads are written first
+// as one atomic write, as on a single node; the others are forwarded.
+// When some parts fail, the others may be stored: the error says which
+// buckets were and which were not.
 func (t *Table) writeParts(ctx context.Context, def *catalog.Table, parts []bucketPart) (int64, bool, error) {
+	r := t.store.cfg.Replication
 	res := make([]ForwardResult, len(parts))
 	errs := make([]error, len(parts))
-	if len(parts) == 1 {
-		res[0], errs[0] = t.sendPart(ctx, def, parts[0])
-	} else {
-		var wg sync.WaitGroup
-		for i := range parts {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				res[i], errs[i] = t.sendPart(ctx, def, parts[i])
-			}()
+	var local []bucketPart
+	var localAt []int
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		if r.Leads(def.ID, p.b) {
+			local, localAt = append(local, p), append(localAt, i)
+			continue
 		}
-		wg.Wait()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res[i], errs[i] = t.sendPart(ctx, def, p)
+		}()
 	}
+	if len(local) > 0 {
+		lres, err := t.writeLocal(ctx, def, local)
+		for j, i := range localAt {
+			switch {
+			case err == nil:
+				res[i] = lres[j]
+			case retryable(err, local[j].w) && ctx.Err() == nil:
+				// Each on its own now, to its leader: the
+				// leadership may have moved.
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					res[i], errs[i] = t.sendPart(ctx, def, parts[i])
+				}()
+			default:
+				errs[i] = err
+			}
+		}
+	}
+	wg.Wait()
 	var rows int64
 	dup := true
 	var stored []int
@@ -264,15 +288,31 @@ func (t *Table) writeParts(ctx context.Context, def *catalog.Table, parts []buck
 	case len(failed) == 0:
 		return rows, dup, nil
 	case len(stored) == 0:
-		return rows, false, errors.Join(failed...)
+		return rows, false, joinOnce(failed)
 	}
 	sort.Ints(stored)
 	s := make([]string, len(stored))
 	for i, b := range stored {
 		s[i] = fmt.Sprint(b)
 	}
-	// The first failure leads, so that the client sees its code.
-	return rows, false, fmt.Errorf("%w (the parts of buckets %s were stored: a write is atomic per bucket in a cluster; send the call again, which an idempotent writer stores once)", errors.Join(failed...), strings.Join(s, ", "))
+	return rows, false, fmt.Errorf("%w (the parts of buckets %s were stored: a write is atomic per bucket in a cluster; send the call again, which an idempotent writer stores once)", joinOnce(failed), strings.Join(s, ", "))
+}
+
+// joinOnce joins errors, each text once (the buckets of one local write
+// fail with the same error).
+func joinOnce(errs []error) error {
+	var out []error
+	seen := map[string]bool{}
+	for _, e := range errs {
+		if !seen[e.Error()] {
+			seen[e.Error()] = true
+			out = append(out, e)
+		}
+	}
+	if len(out) == 1 {
+		return out[0]
+	}
+	return errors.Join(out...)
 }
 
 // sendPart has one part stored by its bucket's leader: this node when it
@@ -289,7 +329,10 @@ func (t *Table) sendPart(ctx context.Context, def *catalog.Table, p bucketPart) 
 	for attempt := 1; ; attempt++ {
 		var err error
 		if r.Leads(def.ID, p.b) && done == 0 {
-			total, err = t.writePart(ctx, def, p)
+			var res []ForwardResult
+			if res, err = t.writeLocal(ctx, def, []bucketPart{p}); err == nil {
+				total = res[0]
+			}
 		} else {
 			if bodies == nil {
 				if bodies, err = t.partBodies(def, p); err != nil {
@@ -365,65 +408,109 @@ func (t *Table) partBodies(def *catalog.Table, p bucketPart) ([][]byte, error) {
 	return append(bodies, cur), nil
 }
 
-// writePart stores a part of a bucket that this node leads: the part of a
-// write it took, or one another node forwarded. For an idempotent part it
-// decides, under the writer's turn, whether the part repeats the writer's
-// last (acknowledged again once the in-sync replicas hold it, storing
-// nothing) or is new.
-func (t *Table) writePart(ctx context.Context, def *catalog.Table, p bucketPart) (ForwardResult, error) {
-	if err := t.store.cfg.Replication.BeforeWrite(def.ID, p.b); err != nil {
-		return ForwardResult{}, fmt.Errorf("write to %s bucket %d: %w: %w", def.FullName(), p.b, ErrNotTaken, err)
-	}
-	if p.w.ID == 0 {
-		rows, err := t.storePart(ctx, def, p)
-		return ForwardResult{Rows: rows}, err
-	}
-	w := t.writers
-	e, err := w.begin(ctx, p.w.ID)
-	if err != nil {
-		return ForwardResult{}, err
-	}
-	defer w.end(e)
-	if err := w.sync(e, p.w.ID, t.log); err != nil {
-		return ForwardResult{}, fmt.Errorf("write to %s: %w", def.FullName(), err)
-	}
-	dup, err := w.check(e, p.w)
-	if err != nil {
-		return ForwardResult{}, fmt.Errorf("write to %s bucket %d: %w", def.FullName(), p.b, err)
-	}
-	if dup {
-		if err := t.waitWriterAcked(ctx, def, p.w); err != nil {
-			e.stale = true
-			return ForwardResult{}, err
+// writeLocal stores parts of buckets this node leads as one atomic
+// write: the parts of a write it took, or one part another node forwarded.
+// For idempotent parts it decides, under each part's writer's turn, which
+// repeat their writer's last part (acknowledged again once the in-sync
+// replicas hold it, storing nothing) and which are new.
+func (t *Table) writeLocal(ctx context.Context, def *catalog.Table, parts []bucketPart) ([]ForwardResult, error) {
+	r := t.store.cfg.Replication
+	for _, p := range parts {
+		if err := r.BeforeWrite(def.ID, p.b); err != nil {
+			return nil, fmt.Errorf("write to %s bucket %d: %w: %w", def.FullName(), p.b, ErrNotTaken, err)
 		}
-		if pk := t.pk; pk != nil {
-			if err := pk.catchUp(ctx); err != nil {
-				t.store.cfg.Logger.Warn("key index catch-up after a repeated call", "table", def.FullName(), "error", err)
+	}
+	res := make([]ForwardResult, len(parts))
+	for i, p := range parts {
+		res[i].Rows = p.rows
+	}
+	if parts[0].w.ID == 0 {
+		return res, t.storeParts(ctx, def, parts)
+	}
+	// The writers' turns, taken in the order of their ids: two calls
+	// that take several never wait for each other in a circle.
+	order := make([]int, len(parts))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(x, y int) bool { return parts[order[x]].w.ID < parts[order[y]].w.ID })
+	w := t.writers
+	entries := make([]*writerEntry, len(parts))
+	defer func() {
+		for _, e := range entries {
+			if e != nil {
+				w.end(e)
 			}
 		}
-		return ForwardResult{Rows: p.rows, Duplicate: true}, nil
+	}()
+	var todo []bucketPart
+	var todoAt []int
+	for _, i := range order {
+		p := parts[i]
+		e, err := w.begin(ctx, p.w.ID)
+		if err != nil {
+			return nil, err
+		}
+		entries[i] = e
+		if err := w.sync(e, p.w.ID, t.log); err != nil {
+			return nil, fmt.Errorf("write to %s: %w", def.FullName(), err)
+		}
+		dup, err := w.check(e, p.w)
+		if err != nil {
+			return nil, fmt.Errorf("write to %s bucket %d: %w", def.FullName(), p.b, err)
+		}
+		if !dup {
+			todo, todoAt = append(todo, p), append(todoAt, i)
+			continue
+		}
+		if err := t.waitWriterAcked(ctx, def, p.w); err != nil {
+			e.stale = true
+			return nil, err
+		}
+		res[i].Duplicate = true
 	}
-	rows, err := t.storePart(ctx, def, p)
-	if err != nil {
-		e.stale = true // the part may be in the log: read the writer from it next time
-		return ForwardResult{}, err
+	if pk := t.pk; pk != nil && len(todo) < len(parts) {
+		// The repeated parts' rows are readable here when the call is
+		// acknowledged (the index follows the high watermark in the
+		// background).
+		if err := pk.catchUp(ctx); err != nil {
+			t.store.cfg.Logger.Warn("key index catch-up after a repeated call", "table", def.FullName(), "error", err)
+		}
 	}
-	w.acknowledged(e, p.w.Seq)
-	return ForwardResult{Rows: rows}, nil
+	if len(todo) == 0 {
+		return res, nil
+	}
+	if err := t.storeParts(ctx, def, todo); err != nil {
+		for _, i := range todoAt {
+			entries[i].stale = true // the part may be in the log: read the writer from it next time
+		}
+		return nil, err
+	}
+	for _, i := range todoAt {
+		w.acknowledged(entries[i], parts[i].w.Seq)
+	}
+	return res, nil
 }
 
-// storePart writes a part to the bucket's log and waits for its replicas.
-func (t *Table) storePart(ctx context.Context, def *catalog.Table, p bucketPart) (int64, error) {
-	if p.upserts != nil {
-		res, err := t.writePKAs(ctx, def, p.upserts, p.w)
-		return res.rows, pkError(def, err)
+// storeParts writes parts of distinct buckets to the log as one atomic
+// write and waits for their replicas.
+func (t *Table) storeParts(ctx context.Context, def *catalog.Table, parts []bucketPart) error {
+	if t.pk != nil {
+		writers := make(map[int]Writer, len(parts))
+		var in []pkInput
+		for _, p := range parts {
+			writers[p.b] = p.w
+			in = append(in, p.upserts...)
+		}
+		_, err := t.writePKFor(ctx, def, in, func(b int) Writer { return writers[b] })
+		return pkError(def, err)
 	}
-	parts := make([][]columnarlog.Batch, t.log.Buckets())
-	parts[p.b] = p.batches
-	if _, err := t.append(ctx, def, parts); err != nil {
-		return 0, err
+	enc := make([][]columnarlog.Batch, t.log.Buckets())
+	for _, p := range parts {
+		enc[p.b] = p.batches
 	}
-	return p.rows, nil
+	_, err := t.append(ctx, def, enc)
+	return err
 }
 
 // WriteForwarded stores a part that another node forwarded: this node
@@ -469,7 +556,11 @@ func (s *Store) WriteForwarded(ctx context.Context, p ForwardedPart) (ForwardRes
 	if err != nil {
 		return ForwardResult{}, fmt.Errorf("forwarded write to %s bucket %d: %w", def.FullName(), p.Bucket, err)
 	}
-	return t.writePart(ctx, def, bp)
+	res, err := t.writeLocal(ctx, def, []bucketPart{bp})
+	if err != nil {
+		return ForwardResult{}, err
+	}
+	return res[0], nil
 }
 
 // splitBatches reads a forwarded body of stored batches, each of which
