@@ -35,6 +35,9 @@ const (
 	KindBatches ForwardKind = iota + 1
 	// KindUpsert: rows to upsert into a primary-key table.
 	KindUpsert
+	// KindStatement: an UPDATE or DELETE of a primary-key table, as SQL
+	// text, to apply to the rows of the bucket.
+	KindStatement
 )
 
 // ForwardCode is a forward's outcome apart from errors that the leader's
@@ -127,7 +130,7 @@ func decodeForwardRequest(b []byte) (ForwardRequest, error) {
 	switch {
 	case r.err != nil:
 		return q, r.err
-	case q.Kind != KindBatches && q.Kind != KindUpsert:
+	case q.Kind < KindBatches || q.Kind > KindStatement:
 		return q, fmt.Errorf("forward: unknown kind %d", q.Kind)
 	case len(q.Body) > MaxForwardBody:
 		return q, fmt.Errorf("forward: a body of %d bytes, more than %d", len(q.Body), MaxForwardBody)

@@ -29,8 +29,16 @@ type cachedLeader struct {
 }
 
 // serveForwards makes this node store the parts other nodes forward to it.
-func (r *replication) serveForwards(store *tables.Store) {
+// A forwarded statement runs with stmt.
+func (r *replication) serveForwards(store *tables.Store, stmt func(ctx context.Context, tableID int64, b int, sql string) (int64, error)) {
 	r.reps.HandleForward(func(ctx context.Context, q cluster.ForwardRequest) (cluster.ForwardResponse, error) {
+		if q.Kind == cluster.KindStatement {
+			n, err := stmt(ctx, q.TableID, int(q.Bucket), string(q.Body))
+			if errors.Is(err, tables.ErrNotTaken) {
+				return cluster.ForwardResponse{Code: cluster.ForwardRefused, Message: err.Error()}, nil
+			}
+			return cluster.ForwardResponse{Rows: n}, err
+		}
 		res, err := store.WriteForwarded(ctx, tables.ForwardedPart{TableID: q.TableID, Bucket: int(q.Bucket),
 			SchemaID: q.SchemaID, Upsert: q.Kind == cluster.KindUpsert,
 			Writer: tables.Writer{ID: q.WriterID, Seq: q.WriterSeq}, Body: q.Body})
@@ -52,7 +60,10 @@ func (r *replication) Forward(ctx context.Context, p tables.ForwardedPart) (tabl
 		return tables.ForwardResult{}, err
 	}
 	kind := cluster.KindBatches
-	if p.Upsert {
+	switch {
+	case p.Statement:
+		kind = cluster.KindStatement
+	case p.Upsert:
 		kind = cluster.KindUpsert
 	}
 	resp, err := r.tr.Forward(ctx, addr, cluster.ForwardRequest{BucketRef: key, SchemaID: p.SchemaID, Kind: kind,

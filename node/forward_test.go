@@ -197,6 +197,39 @@ func TestClusterForwardsPKWrites(t *testing.T) {
 		t.Fatalf("retry of the idempotent call through another node: %d rows, %v", n, err)
 	}
 	c.sameUnionState(t, m)
+
+	// UPDATE and DELETE with any predicate, through any node: each
+	// bucket's leader applies them to its rows.
+	want := func(pred func(k int64, v string) bool) (n int64) {
+		for k, v := range m.rows {
+			if pred(k, v) {
+				n++
+			}
+		}
+		return n
+	}
+	dml := []struct {
+		via, sql string
+		pred     func(k int64, v string) bool
+		apply    func(k int64, v string)
+	}{
+		{"n3", "UPDATE kv SET v = 'u' WHERE id % 5 = 0", func(k int64, _ string) bool { return k%5 == 0 }, func(k int64, _ string) { m.upsert(k, "u") }},
+		{"n1", "DELETE FROM kv WHERE id % 7 = 3", func(k int64, _ string) bool { return k%7 == 3 }, func(k int64, _ string) { m.delete(k) }},
+		{"n2", "UPDATE kv SET v = v || '!' WHERE v LIKE 'n2-%'", func(_ int64, v string) bool { return strings.HasPrefix(v, "n2-") }, func(k int64, v string) { m.upsert(k, v+"!") }},
+	}
+	for _, d := range dml {
+		expect := want(d.pred)
+		n, err := client(t, c.nodes[d.via].n.Addr()).ExecuteUpdate(context.Background(), d.sql)
+		if err != nil || n != expect {
+			t.Fatalf("%s through %s: %d rows, %v; want %d", d.sql, d.via, n, err, expect)
+		}
+		for k, v := range m.rows {
+			if d.pred(k, v) {
+				d.apply(k, v)
+			}
+		}
+	}
+	c.sameUnionState(t, m)
 }
 
 // sameUnionState waits until the nodes together serve the model's rows:

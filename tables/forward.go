@@ -42,10 +42,13 @@ import (
 type ForwardedPart struct {
 	TableID  int64
 	Bucket   int
-	SchemaID int32  // the definition the part was conformed and encoded for
-	Upsert   bool   // rows to upsert into a primary-key table; else stored batches
-	Writer   Writer // the part's writer: subWriter of the call's; ID 0: none
-	Body     []byte // back-to-back stored batches, or encodeUpsert's frame
+	SchemaID int32 // the definition the part was conformed and encoded for
+	Upsert   bool  // rows to upsert into a primary-key table; else stored batches
+	// Statement, when set, is an UPDATE or DELETE to apply to the bucket's
+	// rows (OnLeaders); Body is then its SQL text.
+	Statement bool
+	Writer    Writer // the part's writer: subWriter of the call's; ID 0: none
+	Body      []byte // back-to-back stored batches, or encodeUpsert's frame
 }
 
 // ForwardResult is what a bucket's leader did with a part.
