@@ -10,9 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 
 	"github.com/lakestream/lakestream/cluster"
 	"github.com/lakestream/lakestream/cluster/meta"
@@ -351,8 +349,8 @@ func slicesContains(s []string, v string) bool {
 }
 
 // A node without a replica of a bucket (bucket.replicas below the nodes)
-// refuses a write to it naming the leader the metadata store holds.
-func TestClusterNonReplicaNamesTheLeader(t *testing.T) {
+// forwards a write to the leader the metadata store holds.
+func TestClusterNonReplicaForwards(t *testing.T) {
 	c := newTestCluster(t, "n1", "n2", "n3")
 	c.exec("CREATE TABLE t (id BIGINT) WITH ('bucket.num' = '1', 'bucket.replicas' = '1', 'min.insync.replicas' = '1')")
 	var b meta.Bucket
@@ -361,13 +359,20 @@ func TestClusterNonReplicaNamesTheLeader(t *testing.T) {
 		t.Fatalf("bucket placed as %+v: want one replica", b)
 	}
 	mustExec(t, client(t, c.nodes[b.Leader].n.Addr()), "INSERT INTO t VALUES (1)")
+	want := int64(1)
 	for id, cn := range c.nodes {
 		if id == b.Leader {
 			continue
 		}
-		_, err := client(t, cn.n.Addr()).ExecuteUpdate(context.Background(), "INSERT INTO t VALUES (2)")
-		if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "its leader is node "+b.Leader+" at "+c.nodes[b.Leader].n.Addr()) {
-			t.Errorf("write on %s, which holds no replica: %v; want Unavailable naming leader %s", id, err, b.Leader)
+		if n, err := client(t, cn.n.Addr()).ExecuteUpdate(context.Background(), "INSERT INTO t VALUES (2)"); err != nil || n != 1 {
+			t.Errorf("write on %s, which holds no replica: %d rows, %v; want it forwarded to leader %s", id, n, err, b.Leader)
 		}
+		want++
+		if got := queryInt64(t, client(t, cn.n.Addr()), "SELECT count(*) FROM t"); got != 0 {
+			t.Errorf("%s, which holds no replica, serves %d rows", id, got)
+		}
+	}
+	if got := queryInt64(t, client(t, c.nodes[b.Leader].n.Addr()), "SELECT count(*) FROM t"); got != want {
+		t.Errorf("the leader holds %d rows, want %d", got, want)
 	}
 }
