@@ -53,11 +53,11 @@ const (
 )
 
 // MaxForwardBody bounds a forwarded part's body: one atomic write of a
-// bucket, as large as a log batch may be, with room for its framing. The
-// sender splits a larger part that is not one idempotent call into
-// several; the receiver refuses a larger body before reading it as a
-// write.
-const MaxForwardBody = maxMessageBytes - 1<<10
+// bucket, under the gRPC servers' default message limit (256 MiB) with
+// room for the framing. The sender splits a larger part that is not one
+// idempotent call into several; the receiver refuses a larger body before
+// reading it as a write.
+const MaxForwardBody = 255 << 20
 
 // ForwardRequest is one bucket's part of a write.
 type ForwardRequest struct {
@@ -91,7 +91,7 @@ type forwardHandler struct {
 func (r *Replicas) HandleForward(h ForwardHandler) { r.fwd.h.Store(&h) }
 
 func (r *Replicas) forward(ctx context.Context, b []byte) ([]byte, error) {
-	q, err := decodeForwardRequest(b)
+	q, err := decodeForwardRequest(b, MaxForwardBody)
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
@@ -119,7 +119,7 @@ func (q ForwardRequest) encode() []byte {
 	return w.b
 }
 
-func decodeForwardRequest(b []byte) (ForwardRequest, error) {
+func decodeForwardRequest(b []byte, maxBody int) (ForwardRequest, error) {
 	r := reader{b: b}
 	var q ForwardRequest
 	r.version()
@@ -132,8 +132,8 @@ func decodeForwardRequest(b []byte) (ForwardRequest, error) {
 		return q, r.err
 	case q.Kind < KindBatches || q.Kind > KindStatement:
 		return q, fmt.Errorf("forward: unknown kind %d", q.Kind)
-	case len(q.Body) > MaxForwardBody:
-		return q, fmt.Errorf("forward: a body of %d bytes, more than %d", len(q.Body), MaxForwardBody)
+	case len(q.Body) > maxBody:
+		return q, fmt.Errorf("forward: a body of %d bytes, more than %d", len(q.Body), maxBody)
 	case q.Bucket < 0 || (q.WriterID == 0 && q.WriterSeq != 0) || q.WriterSeq < 0:
 		return q, errors.New("forward: bad bucket or writer")
 	}

@@ -73,7 +73,8 @@ const (
 )
 
 // maxPartBody is the largest part one forward carries: under the gRPC
-// servers' default message limit (256 MiB), with room for the framing.
+// servers' default message limit (256 MiB), with room for the framing;
+// cluster.MaxForwardBody, which the receiver enforces.
 const maxPartBody = 255 << 20
 
 // subWriter is the writer of bucket b's parts of writer w's calls:
