@@ -30,8 +30,8 @@ func (s *Server) dmlInCluster(ctx context.Context, st *planner.Statement, argRow
 	if err != nil {
 		return 0, true, err
 	}
-	if !t.Replicated() {
-		return 0, false, nil
+	if !t.Replicated() || !t.Def().HasPrimaryKey() {
+		return 0, false, nil // a log table's UPDATE or DELETE is refused as on a single node
 	}
 	if argRows != nil {
 		return 0, true, fmt.Errorf("%w: an UPDATE or DELETE with bound parameters on a cluster; write the values into the statement", errUnsupported)
