@@ -29,6 +29,30 @@ func idemCall(id int64, seq int) context.Context {
 		"lakestream-writer-id", strconv.FormatInt(id, 10), "lakestream-writer-seq", strconv.Itoa(seq))
 }
 
+// update runs a write through cl and returns its row count. A write that
+// the cluster refused taking nothing (a leader changing under a loaded
+// machine), or any UNAVAILABLE of an idempotent call, is sent again, as
+// a client does.
+func update(t *testing.T, ctx context.Context, cl *flightsql.Client, sql string) int64 {
+	t.Helper()
+	_, idem := metadata.FromOutgoingContext(ctx)
+	var n int64
+	waitUntil(t, func() bool {
+		var err error
+		n, err = cl.ExecuteUpdate(ctx, sql)
+		switch {
+		case err == nil:
+			return true
+		case status.Code(err) == codes.Unavailable && (idem || strings.Contains(err.Error(), "nothing was written")):
+			t.Logf("sent again: %v", err)
+			return false
+		}
+		t.Fatalf("%s: %v", sql, err)
+		return false
+	})
+	return n
+}
+
 // leaders waits until each of the table's n buckets has a leader, and
 // returns them by bucket.
 func (c *testCluster) leaders(table int64, n int) []string {
@@ -93,13 +117,24 @@ func ingestIDs(t *testing.T, ctx context.Context, cl *flightsql.Client, table st
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	rdr, _ := array.NewRecordReader(schema, []arrow.RecordBatch{rec})
-	defer rdr.Release()
-	got, err := cl.ExecuteIngest(ctx, rdr, &flightsql.ExecuteIngestOpts{Table: table, TableDefinitionOptions: &flightsql.TableDefinitionOptions{
-		IfNotExist: flightsql.TableDefinitionOptionsTableNotExistOptionFail, IfExists: flightsql.TableDefinitionOptionsTableExistsOptionAppend}})
-	if err != nil {
+	_, idem := metadata.FromOutgoingContext(ctx)
+	var got int64
+	waitUntil(t, func() bool { // sent again as update does
+		rdr, _ := array.NewRecordReader(schema, []arrow.RecordBatch{rec})
+		defer rdr.Release()
+		var err error
+		got, err = cl.ExecuteIngest(ctx, rdr, &flightsql.ExecuteIngestOpts{Table: table, TableDefinitionOptions: &flightsql.TableDefinitionOptions{
+			IfNotExist: flightsql.TableDefinitionOptionsTableNotExistOptionFail, IfExists: flightsql.TableDefinitionOptionsTableExistsOptionAppend}})
+		switch {
+		case err == nil:
+			return true
+		case status.Code(err) == codes.Unavailable && (idem || strings.Contains(err.Error(), "nothing was written")):
+			t.Logf("sent again: %v", err)
+			return false
+		}
 		t.Fatalf("ingest into %s: %v", table, err)
-	}
+		return false
+	})
 	return got
 }
 
@@ -120,9 +155,8 @@ func TestClusterForwardsWrites(t *testing.T) {
 	for i, id := range nodes {
 		cl := client(t, c.nodes[id].n.Addr())
 		other := client(t, c.nodes[nodes[(i+1)%3]].n.Addr())
-		n, err := cl.ExecuteUpdate(context.Background(), fmt.Sprintf("INSERT INTO t SELECT range + %d, 'p' FROM range(60)", nextT))
-		if err != nil || n != 60 {
-			t.Fatalf("INSERT through %s: %d rows, %v", id, n, err)
+		if n := update(t, context.Background(), cl, fmt.Sprintf("INSERT INTO t SELECT range + %d, 'p' FROM range(60)", nextT)); n != 60 {
+			t.Fatalf("INSERT through %s: %d rows", id, n)
 		}
 		nextT += 60
 		if n := ingestIDs(t, context.Background(), cl, "t", nextT, 40); n != 40 {
@@ -132,8 +166,8 @@ func TestClusterForwardsWrites(t *testing.T) {
 		// An idempotent call, and its retry through another node.
 		call := fmt.Sprintf("INSERT INTO t SELECT range + %d, 'i' FROM range(30)", nextT)
 		for _, via := range []*flightsql.Client{cl, other} {
-			if n, err := via.ExecuteUpdate(idemCall(int64(100+i), 0), call); err != nil || n != 30 {
-				t.Fatalf("idempotent call through %s: %d rows, %v", id, n, err)
+			if n := update(t, idemCall(int64(100+i), 0), via, call); n != 30 {
+				t.Fatalf("idempotent call through %s: %d rows", id, n)
 			}
 		}
 		nextT += 30
@@ -145,15 +179,15 @@ func TestClusterForwardsWrites(t *testing.T) {
 		// Without a bucket key: a plain write goes to a bucket this node
 		// leads, or is forwarded; an idempotent call to one bucket picked
 		// from the call, the same on its retry through another node.
-		if n, err := cl.ExecuteUpdate(context.Background(), fmt.Sprintf("INSERT INTO r SELECT range + %d FROM range(10)", nextR)); err != nil || n != 10 {
-			t.Fatalf("INSERT into r through %s: %d rows, %v", id, n, err)
+		if n := update(t, context.Background(), cl, fmt.Sprintf("INSERT INTO r SELECT range + %d FROM range(10)", nextR)); n != 10 {
+			t.Fatalf("INSERT into r through %s: %d rows", id, n)
 		}
 		nextR += 10
 		call = fmt.Sprintf("INSERT INTO r SELECT range + %d FROM range(10)", nextR)
 		for seq := range 3 {
 			for _, via := range []*flightsql.Client{cl, other} {
-				if n, err := via.ExecuteUpdate(idemCall(int64(200+i), seq), call); err != nil || n != 10 {
-					t.Fatalf("idempotent call to r through %s: %d rows, %v", id, n, err)
+				if n := update(t, idemCall(int64(200+i), seq), via, call); n != 10 {
+					t.Fatalf("idempotent call to r through %s: %d rows", id, n)
 				}
 			}
 			nextR += 10
