@@ -427,3 +427,45 @@ func count(s []string, v string) int {
 	}
 	return n
 }
+
+// A node forwarding to a leader that stops sends the part again to the
+// new leader: the client's call succeeds without a retry of its own, and
+// the writer's retry through the new leader stores nothing more.
+func TestClusterForwardFollowsLeaderChange(t *testing.T) {
+	c := newTestCluster(t, "n1", "n2", "n3")
+	// min.insync.replicas 1: the follower alone takes writes once it leads.
+	c.exec("CREATE TABLE t (id BIGINT, v VARCHAR) WITH ('bucket.num' = '1', 'bucket.replicas' = '2', 'min.insync.replicas' = '1')")
+	b := c.bucket("n1")
+	var follower, other string
+	for _, id := range []string{"n1", "n2", "n3"} {
+		switch {
+		case id == b.Leader:
+		case slicesContains(b.Replicas, id):
+			follower = id
+		default:
+			other = id
+		}
+	}
+	via := client(t, c.nodes[other].n.Addr())
+	call := func(seq int) string {
+		return fmt.Sprintf("INSERT INTO t SELECT range + %d, 'w' FROM range(10)", seq*10)
+	}
+	if n := update(t, idemCall(4, 0), via, call(0)); n != 10 {
+		t.Fatalf("first call: %d rows", n)
+	}
+	// The leader stops (handing its leadership to the follower); the node
+	// without a replica still names it for up to a second.
+	leader := c.nodes[b.Leader]
+	leader.stop()
+	if err := <-leader.done; err != nil {
+		t.Fatal(err)
+	}
+	delete(c.nodes, b.Leader)
+	if n, err := via.ExecuteUpdate(idemCall(4, 1), call(1)); err != nil || n != 10 {
+		t.Fatalf("call through %s after the leader %s stopped: %d rows, %v; want it forwarded to %s", other, b.Leader, n, err, follower)
+	}
+	if n := update(t, idemCall(4, 1), client(t, c.nodes[follower].n.Addr()), call(1)); n != 10 {
+		t.Fatalf("retry on the new leader: %d rows", n)
+	}
+	checkOnce(t, "t", c.storedIDs(t, "t", []string{follower}), 20)
+}
