@@ -264,6 +264,23 @@ func TestClusterForwardsPKWrites(t *testing.T) {
 		}
 	}
 	c.sameUnionState(t, m)
+
+	// With bound parameters, refused: the statement is forwarded as text.
+	stmt, err := n1.Prepare(context.Background(), "DELETE FROM kv WHERE id = ?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stmt.Close(context.Background())
+	pb := array.NewRecordBuilder(memory.DefaultAllocator, arrow.NewSchema([]arrow.Field{{Name: "0", Type: arrow.PrimitiveTypes.Int64}}, nil))
+	defer pb.Release()
+	pb.Field(0).(*array.Int64Builder).Append(1)
+	params := pb.NewRecordBatch()
+	defer params.Release()
+	stmt.SetParameters(params)
+	if _, err := stmt.ExecuteUpdate(context.Background()); status.Code(err) != codes.Unimplemented {
+		t.Fatalf("DELETE with a bound parameter on a cluster: %v; want UNIMPLEMENTED", err)
+	}
+	c.sameUnionState(t, m)
 }
 
 // sameUnionState waits until the nodes together serve the model's rows:
