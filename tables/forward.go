@@ -524,7 +524,10 @@ func (s *Store) WriteForwarded(ctx context.Context, p ForwardedPart) (ForwardRes
 	t, ok := s.open[p.TableID]
 	s.mu.Unlock()
 	if !ok {
-		return ForwardResult{}, fmt.Errorf("forwarded write to table %d: %w", p.TableID, catalog.ErrTableNotFound)
+		// Not open here yet (created on another node a moment ago: the
+		// catalog's poll opens it), or dropped: the sender tries again,
+		// and gives up after its sends.
+		return ForwardResult{}, fmt.Errorf("forwarded write to table %d: %w: %w: the table is not open on this node", p.TableID, ErrReplicaUnavailable, ErrNotTaken)
 	}
 	def := t.Def()
 	if def.SchemaID < p.SchemaID {
