@@ -13,6 +13,9 @@
 //     it. The messages are byte frames in protobuf BytesValue envelopes, so
 //     the service needs no generated code; their layouts are in
 //     docs/format/replication.md.
+//   - Forwarding (forward.go): the Forward method of the same service
+//     carries a write's part to its bucket's leader, whose handler (set by
+//     the node) stores it; the frames only, no table logic.
 //   - The leader's side of a bucket (leader.go): each follower's end as of
 //     its last fetch, the high watermark (the least end over the in-sync
 //     replicas), acknowledgements that wait for it, and the in-sync set's

@@ -30,6 +30,7 @@ type Replicas struct {
 	cfg       Config
 	tr        Transport
 	isrChange func(BucketRef) ISRChange
+	fwd       forwardHandler // forward.go
 
 	mu struct {
 		sync.Mutex

@@ -19,6 +19,7 @@ const (
 	serviceName       = "lakestream.replication.v1.Replication"
 	methodFetch       = "/" + serviceName + "/Fetch"
 	methodEndForEpoch = "/" + serviceName + "/EndForEpoch"
+	methodForward     = "/" + serviceName + "/Forward" // forward.go
 )
 
 // maxMessageBytes is the largest replication message either side accepts:
@@ -51,6 +52,7 @@ func Register(s *grpc.Server, r *Replicas) {
 				}
 				return r.endForEpoch(q).encode(), nil
 			})},
+			{MethodName: "Forward", Handler: unary("Forward", r.forward)},
 		},
 		Metadata: "lakestream/cluster/service.go",
 	}, struct{}{})

@@ -91,6 +91,15 @@ func (s *Server) applyOnce(ctx context.Context, t *tables.Table, query string, a
 		if err != nil {
 			return 0, err
 		}
+		if bs := tables.BucketsOf(ctx); bs != nil {
+			// A bucket leader's part in a cluster (dml_cluster.go).
+			only, err := t.OnlyBuckets(rec, bs)
+			rec.Release()
+			if err != nil {
+				return 0, err
+			}
+			rec = only
+		}
 		var k int64
 		if rec.NumRows() > 0 {
 			k, err = apply(rec, since)

@@ -60,9 +60,13 @@ func (s *Server) execUpdate(ctx context.Context, st *planner.Statement, argRows 
 		return s.execDDL(ctx, st) // audit.go
 	case planner.KindInsert:
 		return s.execInsert(ctx, st.Insert, argRows)
-	case planner.KindDelete:
-		return s.execDelete(ctx, st.Delete, argRows)
-	case planner.KindUpdate:
+	case planner.KindDelete, planner.KindUpdate:
+		if n, ok, err := s.dmlInCluster(ctx, st, argRows); ok { // dml_cluster.go
+			return n, err
+		}
+		if st.Kind == planner.KindDelete {
+			return s.execDelete(ctx, st.Delete, argRows)
+		}
 		return s.execUpdateRows(ctx, st.Update, argRows)
 	}
 	return 0, fmt.Errorf("%w: %s statements return rows; execute them as queries", errInvalid, st.Kind)

@@ -243,6 +243,7 @@ func (n *Node) reportStart() {
 func (n *Node) Serve(ctx context.Context) error {
 	g := n.flight.GRPCServer(n.grpcOptions()...)
 	if n.repl != nil {
+		n.repl.serveForwards(n.store, n.flight.ExecBucketStatement) // forward.go
 		if err := n.repl.start(context.WithoutCancel(ctx), g); err != nil {
 			return errors.Join(err, n.close())
 		}

@@ -124,6 +124,12 @@ type replication struct {
 		alive map[string]leaseSeen // other nodes' leases as last read, by node id or lease name (drain.go)
 	}
 	stats clusterStats // cluster_metrics.go
+	// leaders are the leaders of buckets this node has no replica of, as
+	// read from the store to forward writes (forward.go).
+	leaders struct {
+		sync.Mutex
+		m map[cluster.BucketRef]cachedLeader
+	}
 
 	mu   sync.Mutex
 	logs map[int64]openTable // by table id
@@ -173,6 +179,7 @@ func newReplication(ctx context.Context, cfg Config, members func() *membership.
 	}
 	tr := cluster.NewGRPCTransport(opts...)
 	r := &replication{self: cfg.Cluster.NodeID, store: store, tr: tr, members: members, logger: cfg.Logger, logs: map[int64]openTable{}, wake: make(chan struct{}, 1)}
+	r.leaders.m = map[cluster.BucketRef]cachedLeader{}
 	r.reps, err = cluster.NewReplicas(cluster.Config{NodeID: cfg.Cluster.NodeID, Logger: cfg.Logger}, tr, r.isrChange(cluster.StoreISRChange(store, cfg.Cluster.NodeID)))
 	if err != nil {
 		return nil, errors.Join(err, tr.Close(), closeStore(store))

@@ -10,9 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 
 	"github.com/lakestream/lakestream/cluster"
 	"github.com/lakestream/lakestream/cluster/meta"
@@ -54,13 +52,13 @@ func newTestClusterOn(t testing.TB, metaURI string, ids ...string) *testCluster 
 func (c *testCluster) start(id, dir string) *clusterNode {
 	cfg := quietConfig(dir)
 	cfg.Cluster = ClusterConfig{NodeID: id, Gossip: freeLoopbackAddr(c.t), GossipTiming: "local", Meta: c.meta}
-	if c.tweak != nil {
-		c.tweak(id, &cfg)
-	}
 	if c.seed != "" {
 		cfg.Cluster.Join = []string{c.seed}
 	} else {
 		c.seed = cfg.Cluster.Gossip
+	}
+	if c.tweak != nil {
+		c.tweak(id, &cfg)
 	}
 	n, stop, served := startNodeWith(c.t, cfg)
 	// done gives Serve's result to the test, which may wait for it, and
@@ -166,11 +164,11 @@ func TestClusterReplicatesWrites(t *testing.T) {
 		t.Errorf("lakestream.buckets on a follower: %q", got)
 	}
 
-	// A follower refuses a write, naming the leader.
-	_, err := client(t, c.nodes[followers[0]].n.Addr()).ExecuteUpdate(context.Background(), "INSERT INTO t VALUES (-1, 'x')")
-	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "its leader is node "+b.Leader) {
-		t.Fatalf("write on a follower: %v; want Unavailable naming leader %s", err, b.Leader)
+	// A follower forwards a write to the leader (forward.go).
+	if n, err := client(t, c.nodes[followers[0]].n.Addr()).ExecuteUpdate(context.Background(), "INSERT INTO t VALUES (-1, 'x')"); err != nil || n != 1 {
+		t.Fatalf("write on a follower: %d rows, %v; want it forwarded to leader %s", n, err, b.Leader)
 	}
+	acked++
 
 	// The leader leaves; a follower leads at a higher epoch and takes
 	// writes; nothing acknowledged is lost.
@@ -351,8 +349,8 @@ func slicesContains(s []string, v string) bool {
 }
 
 // A node without a replica of a bucket (bucket.replicas below the nodes)
-// refuses a write to it naming the leader the metadata store holds.
-func TestClusterNonReplicaNamesTheLeader(t *testing.T) {
+// forwards a write to the leader the metadata store holds.
+func TestClusterNonReplicaForwards(t *testing.T) {
 	c := newTestCluster(t, "n1", "n2", "n3")
 	c.exec("CREATE TABLE t (id BIGINT) WITH ('bucket.num' = '1', 'bucket.replicas' = '1', 'min.insync.replicas' = '1')")
 	var b meta.Bucket
@@ -361,13 +359,20 @@ func TestClusterNonReplicaNamesTheLeader(t *testing.T) {
 		t.Fatalf("bucket placed as %+v: want one replica", b)
 	}
 	mustExec(t, client(t, c.nodes[b.Leader].n.Addr()), "INSERT INTO t VALUES (1)")
+	want := int64(1)
 	for id, cn := range c.nodes {
 		if id == b.Leader {
 			continue
 		}
-		_, err := client(t, cn.n.Addr()).ExecuteUpdate(context.Background(), "INSERT INTO t VALUES (2)")
-		if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "its leader is node "+b.Leader+" at "+c.nodes[b.Leader].n.Addr()) {
-			t.Errorf("write on %s, which holds no replica: %v; want Unavailable naming leader %s", id, err, b.Leader)
+		if n, err := client(t, cn.n.Addr()).ExecuteUpdate(context.Background(), "INSERT INTO t VALUES (2)"); err != nil || n != 1 {
+			t.Errorf("write on %s, which holds no replica: %d rows, %v; want it forwarded to leader %s", id, n, err, b.Leader)
 		}
+		want++
+		if got := queryInt64(t, client(t, cn.n.Addr()), "SELECT count(*) FROM t"); got != 0 {
+			t.Errorf("%s, which holds no replica, serves %d rows", id, got)
+		}
+	}
+	if got := queryInt64(t, client(t, c.nodes[b.Leader].n.Addr()), "SELECT count(*) FROM t"); got != want {
+		t.Errorf("the leader holds %d rows, want %d", got, want)
 	}
 }

@@ -141,6 +141,9 @@ func sameColumns(out, in arrow.RecordBatch) bool {
 // they are durable and visible. Of an idempotent call, it is the end.
 func (a *Appender) Flush(ctx context.Context) error {
 	defer a.Release()
+	if a.t.replicated() {
+		return a.flushParts(ctx) // forward.go: each bucket's part on its leader
+	}
 	if a.writer.ID == 0 {
 		return a.flush(ctx)
 	}

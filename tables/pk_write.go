@@ -82,6 +82,12 @@ func (t *Table) writePK(ctx context.Context, def *catalog.Table, inputs []pkInpu
 // id and sequence every batch of the write carries. A retried call never
 // gets here (Appender.Flush): the merge would change the index again.
 func (t *Table) writePKAs(ctx context.Context, def *catalog.Table, inputs []pkInput, w Writer) (pkResult, error) {
+	return t.writePKFor(ctx, def, inputs, func(int) Writer { return w })
+}
+
+// writePKFor is writePKAs with the writer of each bucket's batch: in a
+// cluster, the call's writer of that bucket (forward.go).
+func (t *Table) writePKFor(ctx context.Context, def *catalog.Table, inputs []pkInput, writerOf func(b int) Writer) (pkResult, error) {
 	p := t.pk
 	lay, err := p.layout(def)
 	if err != nil {
@@ -115,7 +121,7 @@ func (t *Table) writePKAs(ctx context.Context, def *catalog.Table, inputs []pkIn
 	changes := make([]*bucketChanges, n)
 	err = parallel(ctx, len(used), func(i int) error {
 		b := used[i]
-		c, err := p.prepare(lay, b, refs[b], inputs, w)
+		c, err := p.prepare(lay, b, refs[b], inputs, writerOf(b))
 		changes[b] = c
 		return err
 	})

@@ -43,6 +43,13 @@ type Replication interface {
 	// leadership first (the write may or may not survive: the client
 	// retries, and an idempotent writer's retry writes nothing twice).
 	WaitAcked(ctx context.Context, tableID int64, b int, end int64) error
+	// Forward sends a part of a write to its bucket's leader, which
+	// stores it with Store.WriteForwarded (forward.go). A refusal that
+	// took nothing wraps ErrNotTaken and ErrReplicaUnavailable; a leader
+	// that cannot be reached, or that lost the leadership while the part
+	// waited for its replicas, wraps ErrReplicaUnavailable; the leader's
+	// other errors are the write's own.
+	Forward(ctx context.Context, p ForwardedPart) (ForwardResult, error)
 }
 
 // ErrReplicaUnavailable refuses a write that the cluster cannot take

@@ -63,6 +63,18 @@ func (t *Table) Log() *columnarlog.TableLog { return t.log }
 // record with a sent message (sent[i], nil: none) that goes whole to one
 // bucket is stored as that message, not encoded again.
 func (t *Table) encode(ctx context.Context, def *catalog.Table, recs []arrow.RecordBatch, sent []*Sent, w Writer) ([][]columnarlog.Batch, int64, error) {
+	return t.encodeRouted(ctx, def, recs, sent, route{pick: t.bucketFor, writer: func(int) Writer { return w }})
+}
+
+// route says where the rows of a table without a bucket key go (pick,
+// given the number of buckets) and which writer each bucket's batches
+// carry: in a cluster, the call's writer of that bucket (forward.go).
+type route struct {
+	pick   func(n int) int
+	writer func(b int) Writer
+}
+
+func (t *Table) encodeRouted(ctx context.Context, def *catalog.Table, recs []arrow.RecordBatch, sent []*Sent, rt route) ([][]columnarlog.Batch, int64, error) {
 	n := t.log.Buckets()
 	type job struct {
 		bucket int
@@ -96,7 +108,7 @@ func (t *Table) encode(ctx context.Context, def *catalog.Table, recs []arrow.Rec
 		}
 		if assigner == nil {
 			rec.Retain()
-			jobs = append(jobs, job{t.bucketFor(n), rec, s})
+			jobs = append(jobs, job{rt.pick(n), rec, s})
 			continue
 		}
 		ids = assigner.Assign(rec, ids[:0])
@@ -120,6 +132,7 @@ func (t *Table) encode(ctx context.Context, def *catalog.Table, recs []arrow.Rec
 	err := parallel(ctx, len(jobs), func(i int) error {
 		var b columnarlog.Batch
 		var err error
+		w := rt.writer(jobs[i].bucket)
 		if s := jobs[i].sent; s != nil {
 			b, err = storeSent(jobs[i].rec, *s, def.SchemaID, w)
 		} else {

@@ -18,6 +18,10 @@ import (
 type Writer struct {
 	ID  int64
 	Seq int32
+	// sparse: the writer is a call's writer of one bucket in a cluster
+	// (subWriter, forward.go), which sees only the calls that have rows in
+	// its bucket: its sequence may skip ahead.
+	sparse bool
 }
 
 // Errors of idempotent writes, which callers test with errors.Is.
@@ -179,7 +183,7 @@ func (w *writers) check(e *writerEntry, wr Writer) (dup bool, err error) {
 	switch next := int64(e.seq) + 1; {
 	case wr.Seq == e.seq:
 		return true, nil
-	case int64(wr.Seq) == next, e.recovered && wr.Seq > e.seq:
+	case int64(wr.Seq) == next, (e.recovered || wr.sparse) && wr.Seq > e.seq:
 		return false, nil
 	case next > math.MaxInt32:
 		return false, fmt.Errorf("writer %d: sequence %d: %w: the writer's sequence numbers are used up (the last was %d); continue with a new writer id", wr.ID, wr.Seq, ErrWriterSequence, e.seq)

@@ -165,6 +165,10 @@ func TestFaultRounds(t *testing.T) {
 		clients.Add(1)
 		go func() { defer clients.Done(); h.writeLoop(ctx, &writer{id: w}, ref, hist) }()
 	}
+	// A third writer sends each call to a random running node, which
+	// forwards it to the leader unless it leads (docs/cluster.md).
+	clients.Add(1)
+	go func() { defer clients.Done(); h.writeLoopVia(ctx, &writer{id: 3}, h.anyClient, false, hist) }()
 	clients.Add(1)
 	go func() { defer clients.Done(); h.readLoop(ctx, hist) }()
 	defer func() { stopClients(); clients.Wait() }()
@@ -410,9 +414,33 @@ func (h *harness) leaderClient(ref cluster.BucketRef) *proc {
 // is acknowledged, sending it again (to whichever node leads then) after
 // an error or when no answer came in 3 s.
 func (h *harness) writeLoop(ctx context.Context, w *writer, ref cluster.BucketRef, hist *history) {
+	h.writeLoopVia(ctx, w, func() *proc { return h.leaderClient(ref) }, true, hist)
+}
+
+// anyClient is a random running node's client, nil when none runs.
+func (h *harness) anyClient() *proc {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var live []*proc
+	for _, id := range h.order {
+		if p := h.nodes[id]; p.cmd != nil && !p.paused {
+			live = append(live, p)
+		}
+	}
+	if len(live) == 0 {
+		return nil
+	}
+	return live[rand.IntN(len(live))]
+}
+
+// writeLoopVia is writeLoop sending each call to the node pick returns.
+// The acknowledgements of a writer that sends to the leader are logged
+// (leaderAcks) for the check that no cut-off leader acknowledged a call;
+// a node that forwards a call acknowledges it once its leader did.
+func (h *harness) writeLoopVia(ctx context.Context, w *writer, pick func() *proc, leaderAcks bool, hist *history) {
 	var first time.Time // when the current call was first sent
 	for ctx.Err() == nil {
-		p := h.leaderClient(ref)
+		p := pick()
 		if p == nil {
 			time.Sleep(5 * time.Millisecond) // no leader now: the controller elects one
 			continue
@@ -427,7 +455,9 @@ func (h *harness) writeLoop(ctx context.Context, w *writer, ref cluster.BucketRe
 			hist.ack(w.ids())
 			hist.mu.Lock()
 			hist.lastAck = time.Now()
-			hist.ackLog = append(hist.ackLog, ackRecord{p.id, first, hist.lastAck})
+			if leaderAcks {
+				hist.ackLog = append(hist.ackLog, ackRecord{p.id, first, hist.lastAck})
+			}
 			first = time.Time{}
 			hist.ackedBy[w.ids()[0]/10] = p.id + " at " + hist.lastAck.Format("15:04:05.000")
 			hist.mu.Unlock()

@@ -1,0 +1,91 @@
+package tables
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lakestream/lakestream/catalog"
+	"github.com/lakestream/lakestream/columnarlog"
+	"github.com/lakestream/lakestream/internal/arrowmsg"
+)
+
+// The bucket writers of a call are pinned: a retry may reach another
+// node or a newer release, which must derive the same ids
+// (docs/cluster.md, "Writes sent to any node").
+func TestSubWriterPinned(t *testing.T) {
+	for _, c := range []struct {
+		w    Writer
+		b    int
+		want int64
+	}{
+		{Writer{ID: 42, Seq: 3}, 0, -4767286540954276203},
+		{Writer{ID: 42, Seq: 3}, 5, -3204723601973298402},
+		{Writer{ID: -1}, 1023, -630182246650139694},
+	} {
+		got := subWriter(c.w, c.b)
+		if got.ID != c.want || got.Seq != c.w.Seq || !got.sparse {
+			t.Errorf("subWriter(%+v, %d) = %+v, want id %d, seq %d, sparse", c.w, c.b, got, c.want, c.w.Seq)
+		}
+	}
+	if got := subWriter(Writer{}, 3); got != (Writer{}) {
+		t.Errorf("the bucket writer of no writer: %+v", got)
+	}
+	seen := map[int64]int{}
+	for b := range 1024 {
+		id := subWriter(Writer{ID: 7}, b).ID
+		if id == 0 || id == 7 {
+			t.Fatalf("bucket %d: writer id %d", b, id)
+		}
+		if was, ok := seen[id]; ok {
+			t.Fatalf("buckets %d and %d share writer id %d", was, b, id)
+		}
+		seen[id] = b
+	}
+	for seq := range int32(100) {
+		if b := callBucket(Writer{ID: 9, Seq: seq}, 6); b < 0 || b >= 6 || b != callBucket(Writer{ID: 9, Seq: seq}, 6) {
+			t.Fatalf("call %d: bucket %d", seq, b)
+		}
+	}
+}
+
+// A forwarded body of stored batches is taken only whole and of the
+// part's schema version and writer.
+func TestSplitBatchesChecks(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	b.Field(0).(*array.Int64Builder).AppendValues([]int64{1, 2, 3}, nil)
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	w := Writer{ID: 11, Seq: 2}
+	batch, err := encodeBatch(rec, 4, w, arrowmsg.CodecNone, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := &catalog.Table{Name: "t"}
+	body := append(append([]byte{}, batch...), batch...)
+	got, rows, err := splitBatches(def, ForwardedPart{SchemaID: 4, Writer: w, Body: body})
+	if err != nil || len(got) != 2 || rows != 6 {
+		t.Fatalf("two whole batches: %d batches, %d rows, %v", len(got), rows, err)
+	}
+	for name, p := range map[string]ForwardedPart{
+		"another writer":  {SchemaID: 4, Writer: Writer{ID: 12, Seq: 2}, Body: body},
+		"another seq":     {SchemaID: 4, Writer: Writer{ID: 11, Seq: 3}, Body: body},
+		"another schema":  {SchemaID: 5, Writer: w, Body: body},
+		"a cut batch":     {SchemaID: 4, Writer: w, Body: body[:len(body)-1]},
+		"a short header":  {SchemaID: 4, Writer: w, Body: body[:columnarlog.HeaderSize-1]},
+		"for a key table": {SchemaID: 4, Writer: w, Body: body},
+	} {
+		d := def
+		if name == "for a key table" {
+			d = &catalog.Table{Name: "t", PrimaryKey: []string{"id"}}
+		}
+		if _, _, err := splitBatches(d, p); !errors.Is(err, catalog.ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		}
+	}
+}
