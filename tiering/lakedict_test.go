@@ -114,15 +114,16 @@ func TestPlainStrings(t *testing.T) {
 	a := chunk([]string{"x", "yy"}, []int32{1, 0, 0, 1}, []bool{true, false, true, true})
 	b := chunk([]string{"", "zzz", "w"}, []int32{0, 2, 1, 1, 0}, nil)
 	bs := array.NewSlice(b, 1, 4) // "w", "zzz", "zzz"
-	got, err := plainStrings([]arrow.Array{a, bs}, mem)
+	long := chunk([]string{"a value longer than sixteen bytes", "q"}, []int32{0, 1, 0}, nil)
+	got, err := plainStrings([]arrow.Array{a, bs, long}, mem)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `["yy" (null) "x" "yy" "w" "zzz" "zzz"]`
+	want := `["yy" (null) "x" "yy" "w" "zzz" "zzz" "a value longer than sixteen bytes" "q" "a value longer than sixteen bytes"]`
 	if got.String() != want || got.NullN() != 1 || !arrow.TypeEqual(got.DataType(), arrow.BinaryTypes.String) {
 		t.Errorf("got %s (%d nulls, %s), want %s", got, got.NullN(), got.DataType(), want)
 	}
-	for _, x := range []arrow.Array{got, a, b, bs} {
+	for _, x := range []arrow.Array{got, a, b, bs, long} {
 		x.Release()
 	}
 }
