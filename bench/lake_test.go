@@ -56,6 +56,15 @@ func TestShortLake(t *testing.T) {
 			t.Errorf("no ratio %q; have %v", want, ratios)
 		}
 	}
+	cold := 0
+	for _, r := range rep.Workloads[1].Ratios {
+		if strings.HasSuffix(r.Group, ", cold") && r.To == "duckdb-parquet" {
+			cold++
+		}
+	}
+	if cold != len(unionQueries) {
+		t.Errorf("%d cold union ratios, want %d", cold, len(unionQueries))
+	}
 	for _, want := range []string{"with maintenance, after 60 rounds", "without maintenance, after 60 rounds", "6 maintenance passes"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("report lacks the note %q", want)

@@ -52,6 +52,9 @@ func runQuery(ctx context.Context, e *env) (*WorkloadReport, error) {
 			return nil, fmt.Errorf("%s: %w", q.name, err)
 		}
 	}
+	if err := coldQueryRuns(ctx, e, w, engines[1]); err != nil {
+		return nil, err
+	}
 	e.base.reportMissing(w, "postgres")
 	return w, e.dropTable(ctx, table)
 }

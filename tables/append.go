@@ -206,13 +206,16 @@ func (a *Appender) flush(ctx context.Context) error {
 	if a.t.pk != nil {
 		return a.flushPK(ctx)
 	}
-	parts, rows, err := a.t.encode(ctx, a.def, a.pending, a.sent, a.writer)
+	parts, fresh, rows, err := a.t.encode(ctx, a.def, a.pending, a.sent, a.writer)
+	defer fresh.release()
 	if err != nil || rows == 0 {
 		return err
 	}
-	if _, err := a.t.append(ctx, a.def, parts); err != nil {
+	res, err := a.t.append(ctx, a.def, parts)
+	if err != nil {
 		return err
 	}
+	a.t.cacheWritten(a.def, fresh, res)
 	a.written += rows
 	return nil
 }

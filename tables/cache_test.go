@@ -28,7 +28,8 @@ func TestCacheServesRepeatedReadsExactly(t *testing.T) {
 	_, second := scanPlan(t, tbl, []int{0, 2})
 	sameRows(t, "cached read", sorted(second), sorted(projectRows(want, 0, 2)))
 	after := e.store.CacheStats()
-	if after.Hits-before.Hits < int64(before.Columns) || after.Misses != before.Misses {
+	// The writes fed all four columns of every batch; the reads ask for two.
+	if after.Hits-before.Hits < int64(before.Columns)/2 || after.Misses != before.Misses {
 		t.Fatalf("second read: %d hits, %d misses (cached columns %d)", after.Hits-before.Hits, after.Misses-before.Misses, before.Columns)
 	}
 	_, all := scanPlan(t, tbl, allCols(tbl))
@@ -101,17 +102,15 @@ func TestCacheLargeScanReadsAround(t *testing.T) {
 	e.reopen()
 	e.mustExec(createEvents)
 	tbl := e.table("ev")
-	e.write(tbl, events(t, e.mem, 0, 1000))
-	scanPlan(t, tbl, []int{0}) // 1000 values: cached
-	small := e.store.CacheStats()
-	if small.Columns == 0 {
-		t.Fatal("a small scan was not cached")
-	}
-	for i := 1; i < 20; i++ {
+	for i := 0; i < 20; i++ {
 		e.write(tbl, events(t, e.mem, i*1000, 1000))
 	}
+	small := e.store.CacheStats()
+	if small.Columns == 0 {
+		t.Fatal("the writes fed nothing to the cache")
+	}
 	scanPlan(t, tbl, allCols(tbl)) // 20k rows x 4 columns: over the cache
-	if st := e.store.CacheStats(); st.Columns != small.Columns || st.Misses != small.Misses {
+	if st := e.store.CacheStats(); st != small {
 		t.Fatalf("a scan larger than the cache went through it: before %+v, after %+v", small, st)
 	}
 }

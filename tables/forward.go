@@ -159,7 +159,10 @@ func (a *Appender) batchParts(ctx context.Context) ([]bucketPart, error) {
 	if a.writer.ID != 0 {
 		rt.pick = func(n int) int { return callBucket(a.writer, n) }
 	}
-	enc, rows, err := a.t.encodeRouted(ctx, a.def, a.pending, a.sent, rt)
+	// Parts written in a cluster do not feed the read cache: their first
+	// read decodes them (writethrough.go).
+	enc, fresh, rows, err := a.t.encodeRouted(ctx, a.def, a.pending, a.sent, rt)
+	fresh.release()
 	if err != nil || rows == 0 {
 		return nil, err
 	}

@@ -61,8 +61,10 @@ func (t *Table) Log() *columnarlog.TableLog { return t.log }
 // encode splits the records by bucket and encodes each piece as a log
 // batch of writer w (none when w.ID is 0), compressing in parallel. A
 // record with a sent message (sent[i], nil: none) that goes whole to one
-// bucket is stored as that message, not encoded again.
-func (t *Table) encode(ctx context.Context, def *catalog.Table, recs []arrow.RecordBatch, sent []*Sent, w Writer) ([][]columnarlog.Batch, int64, error) {
+// bucket is stored as that message, not encoded again. With a read cache it
+// also returns the pieces, for the write-through of an acknowledged write
+// (writethrough.go); the caller releases them.
+func (t *Table) encode(ctx context.Context, def *catalog.Table, recs []arrow.RecordBatch, sent []*Sent, w Writer) ([][]columnarlog.Batch, freshRecords, int64, error) {
 	return t.encodeRouted(ctx, def, recs, sent, route{pick: t.bucketFor, writer: func(int) Writer { return w }})
 }
 
@@ -74,7 +76,7 @@ type route struct {
 	writer func(b int) Writer
 }
 
-func (t *Table) encodeRouted(ctx context.Context, def *catalog.Table, recs []arrow.RecordBatch, sent []*Sent, rt route) ([][]columnarlog.Batch, int64, error) {
+func (t *Table) encodeRouted(ctx context.Context, def *catalog.Table, recs []arrow.RecordBatch, sent []*Sent, rt route) ([][]columnarlog.Batch, freshRecords, int64, error) {
 	n := t.log.Buckets()
 	type job struct {
 		bucket int
@@ -92,7 +94,7 @@ func (t *Table) encodeRouted(ctx context.Context, def *catalog.Table, recs []arr
 	if keys := def.BucketKeyIndexes(); len(keys) > 0 && n > 1 {
 		a, err := bucket.NewAssigner(def.ArrowSchema(), keys, n)
 		if err != nil {
-			return nil, 0, fmt.Errorf("table %s: %w", def.FullName(), err)
+			return nil, nil, 0, fmt.Errorf("table %s: %w", def.FullName(), err)
 		}
 		assigner = a
 	}
@@ -119,7 +121,7 @@ func (t *Table) encodeRouted(ctx context.Context, def *catalog.Table, recs []arr
 		}
 		split, err := bucket.Split(rec, ids, n, t.mem)
 		if err != nil {
-			return nil, 0, fmt.Errorf("table %s: split by bucket: %w", def.FullName(), err)
+			return nil, nil, 0, fmt.Errorf("table %s: split by bucket: %w", def.FullName(), err)
 		}
 		for b, r := range split {
 			if r != nil {
@@ -142,13 +144,21 @@ func (t *Table) encodeRouted(ctx context.Context, def *catalog.Table, recs []arr
 		return err
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("table %s: encode: %w", def.FullName(), err)
+		return nil, nil, 0, fmt.Errorf("table %s: encode: %w", def.FullName(), err)
 	}
 	parts := make([][]columnarlog.Batch, n)
+	var fresh freshRecords
+	if t.cache != nil {
+		fresh = make(freshRecords, n)
+	}
 	for i, j := range jobs {
 		parts[j.bucket] = append(parts[j.bucket], batches[i])
+		if fresh != nil {
+			j.rec.Retain()
+			fresh[j.bucket] = append(fresh[j.bucket], j.rec)
+		}
 	}
-	return parts, rows, nil
+	return parts, fresh, rows, nil
 }
 
 // oneBucket says whether every row goes to the same bucket, and which.

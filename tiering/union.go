@@ -401,7 +401,10 @@ func (p *lakePart) readCached(ctx context.Context, task table.FileScanTask, keep
 		}
 	}
 	if !complete {
-		read, err := p.readWhole(ctx, task)
+		read, own, err := p.readWholeOwn(ctx)
+		if err == nil && !own {
+			read, err = p.readWhole(ctx, task)
+		}
 		if err != nil {
 			return err
 		}
