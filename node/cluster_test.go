@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/lakestream/lakestream/internal/proc"
 	"github.com/lakestream/lakestream/membership"
@@ -199,8 +201,26 @@ func queryRows(t *testing.T, cl *flightsql.Client, sql string) []string {
 		t.Fatalf("%s: %v", sql, err)
 	}
 	var rows []string
+	// An endpoint located at another node is read there, as ADBC does.
+	at := map[string]*flightsql.Client{}
+	defer func() {
+		for _, c := range at {
+			c.Close()
+		}
+	}()
 	for _, ep := range info.Endpoint {
-		rdr, err := cl.DoGet(ctx, ep.Ticket)
+		from := cl
+		if len(ep.Location) > 0 {
+			addr := strings.TrimPrefix(strings.TrimPrefix(ep.Location[0].Uri, "grpc+tcp://"), "grpc://")
+			if from = at[addr]; from == nil {
+				from, err = flightsql.NewClient(addr, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				at[addr] = from
+			}
+		}
+		rdr, err := from.DoGet(ctx, ep.Ticket)
 		if err != nil {
 			t.Fatal(err)
 		}
