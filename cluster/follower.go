@@ -95,6 +95,15 @@ func (f *follower) fetchLoop(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if resp.Code == CodeOutOfRange && resp.Epoch == f.epoch && q.Offset < resp.Start {
+			// The leader deleted what this replica lacks (retention,
+			// once tiered): start the log again at the leader's start.
+			f.logger.Warn("replica restarts its log at the leader's start", "bucket", f.ref.String(), "end", q.Offset, "leader_start", resp.Start, "leader_epoch", f.epoch)
+			if err := f.log.RestartAt(resp.Start); err != nil {
+				return fmt.Errorf("restart %s at %d: %w", f.ref, resp.Start, err)
+			}
+			continue
+		}
 		if err := f.check(resp.Code, resp.Epoch, resp.Message); err != nil {
 			return err
 		}

@@ -22,6 +22,12 @@ type Log interface {
 	// Truncate cuts the log back to offset to, never below the high
 	// watermark.
 	Truncate(to int64) error
+	// RestartAt empties the log and starts it again at offset start, at or
+	// above its end: a follower whose end is below the leader's start
+	// (retention deleted the leader's segments past it) fetches from
+	// there. The epoch history starts empty; the high watermark moves up
+	// to start.
+	RestartAt(start int64) error
 	// BecomeLeader starts epoch: appends from now on are stamped with it
 	// and the epoch history records where it began.
 	BecomeLeader(epoch int32) error

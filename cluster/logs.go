@@ -21,6 +21,7 @@ func (l bucketLog) Start() int64                       { return l.log().Start() 
 func (l bucketLog) Durable() int64                     { return l.log().Durable() }
 func (l bucketLog) NotifyDurable() <-chan struct{}     { return l.log().NotifyDurable() }
 func (l bucketLog) Truncate(to int64) error            { return l.t.Truncate(l.b, to) }
+func (l bucketLog) RestartAt(start int64) error        { return l.t.RestartAt(l.b, start) }
 func (l bucketLog) BecomeLeader(epoch int32) error     { return l.log().BecomeLeader(epoch) }
 func (l bucketLog) HighWatermark() int64               { return l.t.HighWatermark(l.b) }
 func (l bucketLog) SetHighWatermark(hw int64)          { l.t.SetHighWatermark(l.b, hw) }

@@ -17,6 +17,7 @@ type memLog struct {
 	mu      sync.Mutex
 	batches [][]byte
 	end, hw int64
+	start   int64 // RestartAt's
 	epoch   int32
 	history []epochEntry
 	notify  chan struct{}
@@ -63,7 +64,24 @@ func (m *memLog) storeLocked(b []byte) {
 	m.notify = make(chan struct{})
 }
 
-func (m *memLog) Start() int64 { return 0 }
+func (m *memLog) Start() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.start
+}
+
+func (m *memLog) RestartAt(start int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if start < m.end {
+		return fmt.Errorf("restart at %d below the end %d", start, m.end)
+	}
+	m.batches, m.history = nil, nil
+	m.start, m.end, m.hw = start, start, max(m.hw, start)
+	close(m.notify)
+	m.notify = make(chan struct{})
+	return nil
+}
 func (m *memLog) Durable() int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -125,7 +143,7 @@ func (m *memLog) Truncate(to int64) error {
 		}
 	}
 	m.batches = keep
-	m.end = 0
+	m.end = m.start
 	if len(keep) > 0 {
 		m.end = columnarlog.Batch(keep[len(keep)-1]).NextOffset()
 	}

@@ -48,15 +48,23 @@ type realCluster struct {
 	refs  []BucketRef
 	root  string
 	addrs sync.Map
+	// segmentBytes, when set, rolls the nodes' segments that small.
+	segmentBytes int64
 
 	mu    sync.Mutex
 	nodes map[string]*realNode
 }
 
 func newRealCluster(t *testing.T, ctx context.Context) *realCluster {
+	return newRealClusterWith(t, ctx, 0)
+}
+
+// newRealClusterWith starts the cluster with segments rolled at
+// segmentBytes (0: the default).
+func newRealClusterWith(t *testing.T, ctx context.Context, segmentBytes int64) *realCluster {
 	c := &realCluster{t: t, ctx: ctx, store: meta.NewMem(meta.Options{}), live: &liveSet{dead: map[string]bool{}},
 		net: &faultNet{cut: map[[2]string]bool{}}, refs: []BucketRef{{TableID: 1, Bucket: 0}, {TableID: 1, Bucket: 1}},
-		root: t.TempDir(), nodes: map[string]*realNode{}}
+		root: t.TempDir(), nodes: map[string]*realNode{}, segmentBytes: segmentBytes}
 	var placed []meta.Bucket
 	for _, ref := range c.refs {
 		placed = append(placed, Place(ref, 3, []membership.Node{{ID: "a"}, {ID: "b"}, {ID: "c"}}))
@@ -82,7 +90,7 @@ func (c *realCluster) start(id string) {
 	t := c.t
 	n := &realNode{id: id, dir: filepath.Join(c.root, id)}
 	var err error
-	if n.tl, err = columnarlog.OpenTable(n.dir, len(c.refs), columnarlog.Options{Replicated: true}); err != nil {
+	if n.tl, err = columnarlog.OpenTable(n.dir, len(c.refs), columnarlog.Options{Replicated: true, SegmentBytes: c.segmentBytes}); err != nil {
 		t.Fatalf("open %s: %v", id, err)
 	}
 	h := c.store.Handle()

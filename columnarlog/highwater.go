@@ -178,7 +178,9 @@ func (t *TableLog) openReplicated() error {
 	}
 	ends := make([]int64, len(t.buckets))
 	for b, l := range t.buckets {
-		l.raiseHighWatermark(hws[b])
+		// A bucket that starts above its checkpoint (RestartAt) has
+		// nothing below its start for readers to wait for.
+		l.raiseHighWatermark(max(hws[b], l.Start()))
 		ends[b] = l.Committed()
 	}
 	t.ends.Store(&ends)

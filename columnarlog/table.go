@@ -176,14 +176,38 @@ func (t *TableLog) open(n int) error {
 		}
 		t.buckets = append(t.buckets, l)
 	}
+	// A restart (RestartAt) a crash interrupted is finished first: the
+	// bucket may be half deleted, which must not make the commit record
+	// look unfinished.
+	restarted := map[int]int64{}
+	for b, l := range t.buckets {
+		start, ok, err := readRestartMarker(fs, l.dir)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		t.opts.Logger.Warn("finishing an interrupted restart of the log", "dir", l.dir, "start", start)
+		if err := l.restart(start); err != nil {
+			return fmt.Errorf("bucket %d: restart at %d: %w", b, start, err)
+		}
+		restarted[b] = start
+	}
 	ends, found := t.pickCommit(recs)
 	if !found {
 		ends = make([]int64, n)
 		for b, l := range t.buckets {
-			if next := l.Stats().Next; next > 0 {
+			if next := l.Stats().Next; next > 0 && restarted[b] != next {
 				return fmt.Errorf("bucket %d holds offsets up to %d but there is no commit file: %w", b, next, ErrCorrupt)
 			}
 		}
+	}
+	for b, start := range restarted {
+		if start < ends[b] {
+			return fmt.Errorf("bucket %d restarted at %d, below its committed end %d: %w", b, start, ends[b], ErrCorrupt)
+		}
+		ends[b] = start
 	}
 	for b, l := range t.buckets {
 		if err := t.recoverBucket(b, l, ends[b]); err != nil {
@@ -198,7 +222,15 @@ func (t *TableLog) open(n int) error {
 		}
 	}
 	t.written = append([]int64(nil), ends...)
-	return t.rewriteCommitFile(0, ends)
+	if err := t.rewriteCommitFile(0, ends); err != nil {
+		return err
+	}
+	for b := range restarted {
+		if err := removeRestartMarker(fs, t.buckets[b].dir); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // pickCommit chooses the commit record to recover to from the file's last
