@@ -60,6 +60,7 @@
 //	    <base>.index, <base>.timeindex    sparse indexes of a sealed segment
 //	    <base>.writers                    idempotent writers' state at base
 //	    leader-epochs                     replicated: the leader-epoch history
+//	    restart                           replicated: a restart under way (RestartAt)
 //
 // docs/format/log.md specifies every file with its bytes; TestBatchBytesPinned
 // and TestStatsBytesPinned pin the batch format, TestReplicaFilesPinned the

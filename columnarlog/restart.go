@@ -56,9 +56,7 @@ func (t *TableLog) RestartAt(b int, start int64) error {
 		return fmt.Errorf("restart bucket %d at %d: below its end %d (Truncate cuts a log back): %w", b, start, ends[b], ErrOffsetOutOfRange)
 	}
 	name := path.Join(l.dir, restartFileName)
-	buf := binary.LittleEndian.AppendUint64(nil, uint64(start))
-	buf = binary.LittleEndian.AppendUint32(buf, crc32.Checksum(buf, castagnoli))
-	if err := writeFileSync(t.opts.FS, name+".tmp", buf); err != nil {
+	if err := writeFileSync(t.opts.FS, name+".tmp", encodeRestartMarker(start)); err != nil {
 		return fmt.Errorf("restart bucket %d at %d: %w", b, start, err)
 	}
 	if err := t.opts.FS.Rename(name+".tmp", name); err != nil {
@@ -139,6 +137,11 @@ func (l *Log) restart(start int64) error {
 	l.refreshCommitted()
 	l.sync.reset(start)
 	return nil
+}
+
+func encodeRestartMarker(start int64) []byte {
+	buf := binary.LittleEndian.AppendUint64(nil, uint64(start))
+	return binary.LittleEndian.AppendUint32(buf, crc32.Checksum(buf, castagnoli))
 }
 
 // readRestartMarker returns the start a bucket's restart marker names, and

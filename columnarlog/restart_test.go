@@ -2,6 +2,7 @@ package columnarlog
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"math"
 	"slices"
@@ -184,5 +185,23 @@ func TestRestartAtCrash(t *testing.T) {
 	t.Logf("%d operations: %d crashes restarted, %d as before", restarted+kept, restarted, kept)
 	if restarted == 0 || kept == 0 {
 		t.Fatalf("crashes left %d restarted and %d as before: want both", restarted, kept)
+	}
+}
+
+// The restart marker's bytes (docs/format/log.md), pinned.
+func TestRestartMarkerPinned(t *testing.T) {
+	got := hex.EncodeToString(encodeRestartMarker(0x0102030405))
+	if want := "05040302010000002b3632d8"; got != want {
+		t.Fatalf("marker %s, want %s", got, want)
+	}
+	fs := vfs.NewMem()
+	if err := fs.MkdirAll("/d", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeFileSync(fs, "/d/"+restartFileName, []byte("\x05\x04\x03\x02\x01\x00\x00\x00\x00\x00\x00\x00")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := readRestartMarker(fs, "/d"); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a marker with a bad checksum: %v", err)
 	}
 }

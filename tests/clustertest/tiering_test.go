@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/lakestream/lakestream/cluster"
 	procs "github.com/lakestream/lakestream/internal/proc"
 	"github.com/lakestream/lakestream/tiering"
 )
@@ -134,6 +136,15 @@ func TestTieringCommitterKill(t *testing.T) {
 				t.Errorf("%s on %s: %d, %v; want %d acknowledged", q, id, n, err, acked)
 			}
 		}
+	}
+	// The restarted node rejoins every bucket's in-sync set: where the
+	// leader's retention deleted segments past its log's end while it was
+	// down, it restarts its log at the leader's start (docs/cluster.md).
+	for b := range int32(3) {
+		ref := cluster.BucketRef{TableID: tableID, Bucket: b}
+		h.waitFor(fmt.Sprintf("%s back in the in-sync set of %s", first, ref), func() bool {
+			return slices.Contains(h.bucket(ref).ISR, first)
+		})
 	}
 	// One node says it commits the table: the lease's holder.
 	h.waitFor("lakestream.tiering naming the committer", func() bool {
