@@ -48,6 +48,10 @@ type Config struct {
 	// a cluster's buckets (replication.go); the logs are opened with
 	// columnarlog.Options.Replicated. Default none: a single node.
 	Replication Replication
+	// Remote, when set, makes the query engine's reads of a table read
+	// the buckets this node does not serve from the nodes that do
+	// (remote.go). Default none: every bucket is read here.
+	Remote Remote
 }
 
 // KeyIndexConfig configures the key indexes of primary-key tables (one
