@@ -41,7 +41,15 @@ func newTestCluster(t testing.TB, ids ...string) *testCluster {
 
 // newTestClusterOn starts nodes whose metadata store is metaURI.
 func newTestClusterOn(t testing.TB, metaURI string, ids ...string) *testCluster {
+	return newTestClusterWith(t, metaURI, nil, ids...)
+}
+
+// newTestClusterWith starts nodes whose configuration edit changes.
+func newTestClusterWith(t testing.TB, metaURI string, edit func(*Config), ids ...string) *testCluster {
 	c := &testCluster{t: t, meta: metaURI, nodes: map[string]*clusterNode{}}
+	if edit != nil {
+		c.tweak = func(_ string, cfg *Config) { edit(cfg) }
+	}
 	for _, id := range ids {
 		c.start(id, t.TempDir())
 	}

@@ -3,8 +3,11 @@ package tables
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -61,8 +64,15 @@ type RemoteQuery struct {
 	Bucket   int
 	Layer    Layer
 	From     int64
-	Columns  []int
-	Filters  []scan.Filter
+	// To, when above From, ends the read there instead of at the high
+	// watermark: the asking node reads one batch again.
+	To      int64
+	Columns []int
+	Filters []scan.Filter
+	// Have are the base offsets of the bucket's batches whose columns
+	// Columns the asking node holds decoded in its column cache: of
+	// those, only the header goes (frameCached).
+	Have []int64
 }
 
 // The answer to a RemoteQuery is a sequence of frames, each one message of
@@ -70,6 +80,8 @@ type RemoteQuery struct {
 //
 //	frameBatches  'B' | stored batches back to back, as the log holds them
 //	frameRecord   'R' | one record as an Arrow IPC stream (schema, batch)
+//	frameCached   'C' | (base i64 | count i32 | schema i32) × n: batches
+//	                    the asking node said it holds decoded (Have)
 //
 // Stored batches go as they are stored — the asking node checks and decodes
 // them with the projection, as it decodes its own log — and rows that are
@@ -78,6 +90,7 @@ type RemoteQuery struct {
 const (
 	frameBatches byte = 'B'
 	frameRecord  byte = 'R'
+	frameCached  byte = 'C'
 )
 
 // remoteFrameBytes is the size a frame of stored batches grows to before it
@@ -93,17 +106,216 @@ var ErrBadRemoteQuery = errors.New("bad remote read")
 type remotePart struct {
 	plan *logPlan
 	rb   RemoteBucket
+	q    RemoteQuery
 	req  []byte
 }
 
 func (p *logPlan) addRemote(remote Remote, rb RemoteBucket, q RemoteQuery) error {
+	if p.cache != nil && !p.changelog && p.pk == nil {
+		q.Have = p.t.store.seen.have(p.def.ID, rb.Bucket, p.cols)
+	}
 	req, err := q.encode()
 	if err != nil {
 		return fmt.Errorf("scan %s: %w", p.def.FullName(), err)
 	}
-	p.parts = append(p.parts, &remotePart{plan: p, rb: rb, req: req})
+	p.parts = append(p.parts, &remotePart{plan: p, rb: rb, q: q, req: req})
 	p.remote = remote
 	return nil
+}
+
+// seen wraps the decoder of the part's stored batches: each batch decoded
+// into the column cache is noted (Store.seen), so that the next read of
+// the bucket asks only for the headers of those batches.
+func (p *remotePart) seen(decode func(columnarlog.Batch) (arrow.RecordBatch, error)) func(columnarlog.Batch) (arrow.RecordBatch, error) {
+	lp := p.plan
+	if lp.cache == nil || lp.changelog || lp.pk != nil {
+		return decode
+	}
+	return func(b columnarlog.Batch) (arrow.RecordBatch, error) {
+		rec, err := decode(b)
+		if err == nil {
+			if s, serr := lp.def.ArrowSchemaAt(b.SchemaID()); serr == nil {
+				lp.t.store.seen.note(lp.def.ID, p.rb.Bucket, b.BaseOffset(), lp.cols, s.NumFields())
+			}
+		}
+		return rec, err
+	}
+}
+
+// cachedEntryBytes is the size of one entry of a frameCached frame.
+const cachedEntryBytes = 16
+
+// eachCached sends the records of batches the server found this node
+// holding decoded: from the column cache, or, for one evicted since, read
+// again from the serving node.
+func (p *remotePart) eachCached(ctx context.Context, b []byte, send func(arrow.RecordBatch) bool) error {
+	if len(b)%cachedEntryBytes != 0 {
+		return fmt.Errorf("%w: a cached-batches frame of %d bytes", ErrBadRemoteQuery, len(b))
+	}
+	for ; len(b) > 0; b = b[cachedEntryBytes:] {
+		base := int64(binary.LittleEndian.Uint64(b))
+		count := int64(binary.LittleEndian.Uint32(b[8:]))
+		rec := p.fromCache(base, count)
+		if rec == nil {
+			p.plan.t.store.seen.forget(p.plan.def.ID, p.rb.Bucket, base)
+			var err error
+			if rec, err = p.again(ctx, base, count); err != nil {
+				return err
+			}
+		}
+		if !send(rec) {
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// fromCache is the batch at base with the plan's columns from the column
+// cache, nil when one of them is not there.
+func (p *remotePart) fromCache(base, count int64) arrow.RecordBatch {
+	lp := p.plan
+	key := cacheKey{table: lp.def.ID, bucket: int32(p.rb.Bucket), offset: base}
+	cols := make([]arrow.Array, 0, len(lp.cols))
+	for _, c := range lp.cols {
+		key.col = int32(c)
+		a := lp.cache.get(key)
+		if a == nil || int64(a.Len()) != count {
+			if a != nil {
+				a.Release()
+			}
+			for _, a := range cols {
+				a.Release()
+			}
+			return nil
+		}
+		cols = append(cols, a)
+	}
+	cur := lp.def.ArrowSchema()
+	fields := make([]arrow.Field, len(lp.cols))
+	for i, c := range lp.cols {
+		fields[i] = cur.Field(c)
+	}
+	rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, count)
+	for _, a := range cols {
+		a.Release()
+	}
+	return rec
+}
+
+// again reads the batch at base from the serving node whole, for a
+// cached batch the cache dropped since the read was planned.
+func (p *remotePart) again(ctx context.Context, base, count int64) (arrow.RecordBatch, error) {
+	q := p.q
+	q.From, q.To, q.Have, q.Filters = base, base+count, nil, nil
+	req, err := q.encode()
+	if err != nil {
+		return nil, err
+	}
+	lp := &logPart{plan: p.plan, r: Range{Bucket: p.rb.Bucket}}
+	decode := lp.decoder()
+	var out arrow.RecordBatch
+	err = p.plan.remote.ReadRemote(ctx, p.rb, req, func(frame []byte) error {
+		if len(frame) == 0 || frame[0] != frameBatches {
+			return fmt.Errorf("%w: a batch read again came as no stored batch", ErrBadRemoteQuery)
+		}
+		return eachBatch(frame[1:], func(b columnarlog.Batch) error {
+			if out != nil || b.BaseOffset() != base {
+				return fmt.Errorf("%w: the batch at offset %d read again came as another", ErrBadRemoteQuery, base)
+			}
+			rec, err := decode(b)
+			out = rec
+			return err
+		})
+	})
+	if err == nil && out == nil {
+		err = fmt.Errorf("%w: the batch at offset %d read again did not come", ErrBadRemoteQuery, base)
+	}
+	if err != nil && out != nil {
+		out.Release()
+		out = nil
+	}
+	return out, err
+}
+
+// seenBatches notes, for the buckets read from other nodes, which
+// columns of which batches this node decoded into its column cache. It
+// may say more than the cache holds (the cache evicts without telling
+// it): a batch the cache no longer holds is read again (remotePart.again).
+type seenBatches struct {
+	mu sync.Mutex
+	m  map[seenKey]map[int64]uint64 // base offset → bit c set for column c decoded
+}
+
+type seenKey struct {
+	table  int64
+	bucket int
+}
+
+// maxSeenBatches bounds the batches noted for one bucket, and so a
+// RemoteQuery's Have: past it, the notes of the bucket start again.
+const maxSeenBatches = 1 << 15
+
+func (s *seenBatches) note(table int64, bucket int, base int64, cols []int, batchCols int) {
+	var mask uint64
+	for _, c := range cols {
+		if c >= 64 || c >= batchCols {
+			return // a column the cache does not keep, or beyond the mask
+		}
+		mask |= 1 << c
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[seenKey]map[int64]uint64{}
+	}
+	k := seenKey{table, bucket}
+	if len(s.m[k]) >= maxSeenBatches {
+		delete(s.m, k)
+	}
+	if s.m[k] == nil {
+		s.m[k] = map[int64]uint64{}
+	}
+	s.m[k][base] |= mask
+}
+
+// have is the base offsets of the batches of the bucket noted with every
+// column of cols, in order.
+func (s *seenBatches) have(table int64, bucket int, cols []int) []int64 {
+	var mask uint64
+	for _, c := range cols {
+		if c >= 64 {
+			return nil
+		}
+		mask |= 1 << c
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []int64
+	for base, m := range s.m[seenKey{table, bucket}] {
+		if m&mask == mask {
+			out = append(out, base)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// forget forgets one batch, which the cache no longer holds.
+func (s *seenBatches) forget(table int64, bucket int, base int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m[seenKey{table, bucket}], base)
+}
+
+// drop forgets a table's notes (it was dropped).
+func (s *seenBatches) drop(table int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range s.m {
+		if k.table == table {
+			delete(s.m, k)
+		}
+	}
 }
 
 // Open streams the bucket's rows from the node that serves it: stored
@@ -112,7 +324,7 @@ func (p *logPlan) addRemote(remote Remote, rb RemoteBucket, q RemoteQuery) error
 // they come.
 func (p *remotePart) Open(ctx context.Context) (scan.RecordStream, error) {
 	lp := &logPart{plan: p.plan, r: Range{Bucket: p.rb.Bucket}}
-	decode := lp.decoder()
+	decode := p.seen(lp.decoder())
 	return scan.Produce(ctx, 2, func(ctx context.Context, send func(arrow.RecordBatch) bool) error {
 		err := p.plan.remote.ReadRemote(ctx, p.rb, p.req, func(frame []byte) error {
 			if len(frame) == 0 {
@@ -130,6 +342,8 @@ func (p *remotePart) Open(ctx context.Context) (scan.RecordStream, error) {
 					}
 					return nil
 				})
+			case frameCached:
+				return p.eachCached(ctx, frame[1:], send)
 			case frameRecord:
 				rec, err := readIPCRecord(frame[1:], p.plan)
 				if err != nil {
@@ -249,6 +463,13 @@ func (s *Store) ServeRemote(ctx context.Context, req []byte, send func([]byte) e
 		return fmt.Errorf("%w: %v", ErrBadRemoteQuery, err)
 	}
 	r := Range{Bucket: q.Bucket, From: q.From, To: t.log.CommittedEnds()[q.Bucket]}
+	if q.To > q.From {
+		r.To = min(r.To, q.To)
+	}
+	have := make(map[int64]bool, len(q.Have))
+	for _, o := range q.Have {
+		have[o] = true
+	}
 	if changelog || t.Lake() == nil {
 		// Below the retained start are only rows retention deleted, which
 		// a read here would not return either.
@@ -264,6 +485,9 @@ func (s *Store) ServeRemote(ctx context.Context, req []byte, send func([]byte) e
 				if ok, err := prune.mayMatch(b, q.Bucket); err != nil || !ok {
 					return err
 				}
+			}
+			if have[b.BaseOffset()] {
+				return out.cached(b)
 			}
 			return out.batch(b)
 		})
@@ -281,15 +505,35 @@ type frameWriter struct {
 }
 
 func (w *frameWriter) batch(b columnarlog.Batch) error {
-	if len(w.buf) > 1 && len(w.buf)+len(b) > remoteFrameBytes {
+	if err := w.start(frameBatches, len(b)); err != nil {
+		return err
+	}
+	w.buf = append(w.buf, b...)
+	return nil
+}
+
+// cached adds the header fields of a batch the asking node holds.
+func (w *frameWriter) cached(b columnarlog.Batch) error {
+	if err := w.start(frameCached, cachedEntryBytes); err != nil {
+		return err
+	}
+	w.buf = binary.LittleEndian.AppendUint64(w.buf, uint64(b.BaseOffset()))
+	w.buf = binary.LittleEndian.AppendUint32(w.buf, uint32(b.RecordCount()))
+	w.buf = binary.LittleEndian.AppendUint32(w.buf, uint32(b.SchemaID()))
+	return nil
+}
+
+// start makes the frame being gathered one of kind with room for n more
+// bytes, sending the one before when it is of another kind or full.
+func (w *frameWriter) start(kind byte, n int) error {
+	if len(w.buf) > 1 && (w.buf[0] != kind || len(w.buf)+n > remoteFrameBytes) {
 		if err := w.flush(); err != nil {
 			return err
 		}
 	}
 	if len(w.buf) == 0 {
-		w.buf = append(w.buf, frameBatches)
+		w.buf = append(w.buf, kind)
 	}
-	w.buf = append(w.buf, b...)
 	return nil
 }
 
@@ -363,4 +607,20 @@ func (v *View) planRemote(lp *logPlan, req scan.Request) error {
 		}
 	}
 	return nil
+}
+
+// remoteFirst is the plan's parts, the remote ones first.
+func (p *logPlan) remoteFirst() []scan.Part {
+	out := make([]scan.Part, 0, len(p.parts))
+	for _, part := range p.parts {
+		if _, ok := part.(*remotePart); ok {
+			out = append(out, part)
+		}
+	}
+	for _, part := range p.parts {
+		if _, ok := part.(*remotePart); !ok {
+			out = append(out, part)
+		}
+	}
+	return out
 }

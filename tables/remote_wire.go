@@ -15,8 +15,9 @@ import (
 // format between nodes; docs/format/replication.md):
 //
 //	v u8 | table i64 | schema i32 | bucket i32 | layer u8 | from i64
-//	| ncols i32 (-1: all) | ncols × column i32
+//	| to i64 | ncols i32 (-1: all) | ncols × column i32
 //	| nfilters u16 | nfilters × (column i32 | op u8-string | value)
+//	| nhave u32 | nhave × base offset i64
 //
 //	value  tag u8 | payload, by the Go type of the filter's value:
 //	       0 none (IS NULL, IS NOT NULL)
@@ -34,6 +35,7 @@ const remoteQueryVersion = 1
 const (
 	maxRemoteColumns = 1 << 16
 	maxRemoteFilters = 1 << 12
+	maxRemoteHave    = maxSeenBatches
 )
 
 func (q RemoteQuery) encode() ([]byte, error) {
@@ -44,6 +46,7 @@ func (q RemoteQuery) encode() ([]byte, error) {
 	w = binary.LittleEndian.AppendUint32(w, uint32(q.Bucket))
 	w = append(w, byte(q.Layer))
 	w = binary.LittleEndian.AppendUint64(w, uint64(q.From))
+	w = binary.LittleEndian.AppendUint64(w, uint64(q.To))
 	if q.Columns == nil {
 		w = binary.LittleEndian.AppendUint32(w, math.MaxUint32) // -1
 	} else {
@@ -64,6 +67,13 @@ func (q RemoteQuery) encode() ([]byte, error) {
 		if w, err = appendFilterValue(w, f.Value); err != nil {
 			return nil, err
 		}
+	}
+	if len(q.Have) > maxRemoteHave {
+		q.Have = q.Have[:maxRemoteHave] // the rest go whole
+	}
+	w = binary.LittleEndian.AppendUint32(w, uint32(len(q.Have)))
+	for _, o := range q.Have {
+		w = binary.LittleEndian.AppendUint64(w, uint64(o))
 	}
 	return w, nil
 }
@@ -160,6 +170,7 @@ func decodeRemoteQuery(b []byte) (RemoteQuery, error) {
 	q.Bucket = int(int32(r.u32()))
 	q.Layer = Layer(r.u8())
 	q.From = int64(r.u64())
+	q.To = int64(r.u64())
 	if q.Layer != LayerTable && q.Layer != LayerChangelog && r.err == nil {
 		return q, fmt.Errorf("%w: layer %d", ErrBadRemoteQuery, q.Layer)
 	}
@@ -184,6 +195,15 @@ func decodeRemoteQuery(b []byte) (RemoteQuery, error) {
 		f.Op = string(r.take(int(r.u8())))
 		f.Value = readFilterValue(r)
 		q.Filters = append(q.Filters, f)
+	}
+	if nh := r.u32(); r.err == nil {
+		if nh > maxRemoteHave {
+			return q, fmt.Errorf("%w: %d cached batches", ErrBadRemoteQuery, nh)
+		}
+		q.Have = make([]int64, 0, min(int(nh), len(r.b)/8))
+		for range nh {
+			q.Have = append(q.Have, int64(r.u64()))
+		}
 	}
 	if r.err == nil && len(r.b) > 0 {
 		r.err = fmt.Errorf("%w: %d bytes after the query", ErrBadRemoteQuery, len(r.b))

@@ -76,6 +76,8 @@ type Store struct {
 	cfg     Config
 	cat     *catalog.Catalog
 	cache   *Cache
+	// seen notes the batches of other nodes' buckets in cache (remote.go).
+	seen seenBatches
 	kvCache *pebble.Cache // shared by the key indexes
 
 	lake atomic.Pointer[lakeRef] // SetLake
@@ -552,6 +554,7 @@ func (s *Store) removeDropped(id int64) {
 	delete(s.quarantined, id)
 	s.mu.Unlock()
 	s.cache.dropTable(id)
+	s.seen.drop(id) // remote.go
 	// On the OS filesystem the key index moved with the directory; on a
 	// filesystem of its own it is where the table had it.
 	if err := s.cfg.KeyIndex.FS.RemoveAll(filepath.Join(s.dir(id), KeyIndexDir)); err != nil && !errors.Is(err, os.ErrNotExist) {

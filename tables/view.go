@@ -210,7 +210,10 @@ func (v *View) Plan(ctx context.Context, req scan.Request) (scan.Plan, error) {
 		if err := v.planRemote(lp, req); err != nil { // remote.go
 			return nil, err
 		}
-		parts = append(parts, lp.Parts()...)
+		// The remote parts go first: the engine opens parts in order, a
+		// few at a time, and theirs wait on other nodes, whose work then
+		// overlaps the reading of the local parts.
+		parts = append(lp.remoteFirst(), parts...)
 	}
 	return scan.NewPlan(out, parts), nil
 }
