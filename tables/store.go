@@ -73,11 +73,11 @@ type KeyIndexConfig struct {
 // the node serves the others, and every read and write of it answers
 // ErrQuarantined with the reason (quarantine.go).
 type Store struct {
-	cfg     Config
-	cat     *catalog.Catalog
-	cache   *Cache
+	cfg   Config
+	cat   *catalog.Catalog
+	cache *Cache
 	// seen notes the batches of other nodes' buckets in cache (remote.go).
-	seen seenBatches
+	seen    seenBatches
 	kvCache *pebble.Cache // shared by the key indexes
 
 	lake atomic.Pointer[lakeRef] // SetLake

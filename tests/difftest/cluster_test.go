@@ -329,4 +329,3 @@ func (c *testCluster) remoteBuckets(ctx context.Context, t *testing.T, spec *tab
 	}
 	return n
 }
-
