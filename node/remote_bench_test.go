@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -104,6 +105,26 @@ func BenchmarkDistributedGroupBy(b *testing.B) {
 	b.ReportMetric(float64(med(oneCPU).Nanoseconds())/float64(rows), "single-cpu-ns/row")
 	b.ReportMetric(float64(med(threeCPU).Nanoseconds())/float64(rows), "3node-cpu-ns/row")
 	b.ReportMetric(float64(6-local)/6, "remote-buckets-share")
+	b.ReportMetric(float64(dirBytes(b, filepath.Join(scfg.DataDir, "tables")))/float64(rows), "stored-bytes/row")
+}
+
+// dirBytes is the size of the files under dir.
+func dirBytes(b *testing.B, dir string) int64 {
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil {
+			n += info.Size()
+		}
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return n
 }
 
 // processCPU is the CPU time (user and system) this process used so far.

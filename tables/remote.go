@@ -531,6 +531,11 @@ func (w *frameWriter) start(kind byte, n int) error {
 			return err
 		}
 	}
+	if cap(w.buf) == 0 {
+		// One allocation of the frame's size, not a doubling to it (the
+		// growth was most of the serving node's CPU in a profile).
+		w.buf = make([]byte, 0, max(remoteFrameBytes, n+1))
+	}
 	if len(w.buf) == 0 {
 		w.buf = append(w.buf, kind)
 	}
