@@ -629,3 +629,41 @@ func (p *logPlan) remoteFirst() []scan.Part {
 	}
 	return out
 }
+
+// ReadRemoteBucket reads the rows of bucket b of the table at offsets
+// [from, to) (to 0: up to the serving node's high watermark) from a node
+// that holds it in sync, as layer (LayerTable, or LayerChangelog for the
+// changelog columns with each row's offset), decoded as the columns cols
+// (nil: all), and calls send with each record, which send must not keep.
+// It is the remote read for code other than the query engine — a
+// committer on a node without a replica of the bucket — and fails with
+// ErrReplicaUnavailable when this node is not in a cluster, or serves the
+// bucket itself (read it here then).
+func (t *Table) ReadRemoteBucket(ctx context.Context, layer Layer, b int, from, to int64, cols []int, send func(arrow.RecordBatch) error) error {
+	rem := t.store.cfg.Remote
+	def := t.Def()
+	if rem == nil {
+		return fmt.Errorf("%w: %s: not a cluster node", ErrReplicaUnavailable, def.FullName())
+	}
+	if layer != LayerTable && layer != LayerChangelog {
+		return fmt.Errorf("%w: layer %d", ErrBadRemoteQuery, layer)
+	}
+	rbs, err := rem.RemoteBuckets(ctx, def.ID)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(rbs, func(rb RemoteBucket) bool { return rb.Bucket == b })
+	if i < 0 {
+		return fmt.Errorf("%w: %s bucket %d: this node holds it in sync: read it here", ErrReplicaUnavailable, def.FullName(), b)
+	}
+	lp, err := t.plan(def, scan.Request{Columns: cols}, layer == LayerChangelog, nil)
+	if err != nil {
+		return err
+	}
+	lp.cache = nil // a one-off read: it would only evict the engine's columns
+	q := RemoteQuery{TableID: def.ID, SchemaID: def.SchemaID, Bucket: b, Layer: layer, From: from, To: to, Columns: cols}
+	if err := lp.addRemote(rem, rbs[i], q); err != nil {
+		return err
+	}
+	return scan.Send(ctx, lp.parts[0], send)
+}

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/lakestream/lakestream/columnarlog"
 	"github.com/lakestream/lakestream/tables"
 )
@@ -146,4 +148,37 @@ func (r *reqRecorder) ServesAll(int64, int) bool { return false }
 func (r *reqRecorder) ReadRemote(_ context.Context, _ tables.RemoteBucket, req []byte, _ func([]byte) error) error {
 	*r.req = req
 	return nil
+}
+
+// ReadRemoteBucket reads one bucket's offsets from the node that holds
+// it, for code other than the engine; a store outside a cluster refuses.
+func TestReadRemoteBucket(t *testing.T) {
+	const create = "CREATE TABLE ev (id BIGINT NOT NULL, amount DOUBLE, kind VARCHAR, ts TIMESTAMP) WITH ('bucket.num' = '2')"
+	src := newEnv(t, nil)
+	src.mustExec(create)
+	for i := range 4 {
+		src.write(src.table("ev"), events(t, src.mem, i*100, 100))
+	}
+	var want []string
+	for _, rows := range readBuckets(t, src.table("ev"), []int{0}) {
+		want = append(want, rows...)
+	}
+	rem := &pairRemote{src: func() *tables.Store { return src.store }, buckets: 2, frames: map[byte]int{}}
+	dst := newEnvOpts(t, nil, columnarlog.Options{}, func(e *env) { e.remote = rem })
+	dst.mustExec(create)
+	var got []string
+	for b := range 2 {
+		err := dst.table("ev").ReadRemoteBucket(context.Background(), tables.LayerChangelog, b, 0, 0, []int{0}, func(rec arrow.RecordBatch) error {
+			got = append(got, rowStrings(rec)...)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	sameRows(t, "both buckets", sorted(got), sorted(want))
+	err := src.table("ev").ReadRemoteBucket(context.Background(), tables.LayerTable, 0, 0, 0, nil, func(arrow.RecordBatch) error { return nil })
+	if !errors.Is(err, tables.ErrReplicaUnavailable) {
+		t.Fatalf("outside a cluster: %v, want ErrReplicaUnavailable", err)
+	}
 }

@@ -32,9 +32,6 @@ import (
 // writes yet): with a bucket key split by bucket, without one round the
 // nodes that lead a bucket.
 func TestCorpusOnCluster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the cluster corpus loads three nodes: not in -short")
-	}
 	ctx := context.Background()
 	start := time.Now()
 	cl := startCluster(t, 3)
