@@ -31,9 +31,10 @@ const maxMessageBytes = 256<<20 + 1<<20
 // replicationServer is the interface grpc.ServiceDesc asks for.
 type replicationServer interface{}
 
-// Register serves r's replication on s. The server's interceptors apply
+// Register serves r's replication on s, and remote reads of this node's
+// replicas from src (scan.go; nil: none). The server's interceptors apply
 // to its calls as to any other (authentication, observation).
-func Register(s *grpc.Server, r *Replicas) {
+func Register(s *grpc.Server, r *Replicas, src ScanSource) {
 	s.RegisterService(&grpc.ServiceDesc{
 		ServiceName: serviceName,
 		HandlerType: (*replicationServer)(nil),
@@ -54,6 +55,7 @@ func Register(s *grpc.Server, r *Replicas) {
 			})},
 			{MethodName: "Forward", Handler: unary("Forward", r.forward)},
 		},
+		Streams:  []grpc.StreamDesc{{StreamName: "Scan", Handler: scanHandler(src), ServerStreams: true}},
 		Metadata: "lakestream/cluster/service.go",
 	}, struct{}{})
 }

@@ -52,7 +52,7 @@ func BenchmarkReplicationStages(b *testing.B) {
 			b.Fatal(err)
 		}
 		srv := grpc.NewServer()
-		Register(srv, r)
+		Register(srv, r, nil)
 		go srv.Serve(l)
 		b.Cleanup(func() { srv.Stop(); r.Close(); tr.Close(); tl.Close() })
 		logs[id], reps[id], addrs[id] = tl, r, l.Addr().String()

@@ -109,7 +109,7 @@ func (c *realCluster) start(id string) {
 	n.addr = l.Addr().String()
 	c.addrs.Store(id, n.addr)
 	n.srv = grpc.NewServer()
-	Register(n.srv, n.r)
+	Register(n.srv, n.r, nil)
 	go n.srv.Serve(l)
 	nctx, stop := context.WithCancel(c.ctx)
 	ctl := &Controller{Self: id, Store: h, Alive: c.live.alive, LeaseTTL: time.Second, Every: 50 * time.Millisecond, Logger: testLogger}

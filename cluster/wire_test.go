@@ -78,7 +78,7 @@ func TestReplicationOverGRPC(t *testing.T) {
 		defer r.Close()
 		r.Add(ref0, logs[id])
 		s := grpc.NewServer()
-		Register(s, r)
+		Register(s, r, nil)
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)

@@ -283,8 +283,10 @@ func TestClusterForwardsPKWrites(t *testing.T) {
 	c.sameUnionState(t, m)
 }
 
-// sameUnionState waits until the nodes together serve the model's rows:
-// each node serves the buckets it holds, and nodes that hold a key agree.
+// sameUnionState waits until the nodes together serve the model's rows,
+// and nodes that serve a key agree. (An engine query, not a plain scan,
+// whose endpoints are located at each bucket's node: every node reads
+// the whole table, docs/cluster.md "Distributed queries".)
 func (c *testCluster) sameUnionState(t *testing.T, m *pkModel) {
 	t.Helper()
 	want := m.want()
@@ -292,7 +294,7 @@ func (c *testCluster) sameUnionState(t *testing.T, m *pkModel) {
 	waitUntil(t, func() bool {
 		seen := map[string]string{}
 		for _, cn := range c.nodes {
-			for _, r := range queryRows(t, client(t, cn.n.Addr()), "SELECT id, v FROM kv") {
+			for _, r := range queryRows(t, client(t, cn.n.Addr()), "SELECT id, v FROM kv ORDER BY id") {
 				k, v, _ := strings.Cut(r, "|")
 				if was, ok := seen[k]; ok && was != v {
 					return false // a follower behind

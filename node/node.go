@@ -136,6 +136,12 @@ func (n *Node) open(ctx context.Context) error {
 			}
 			return n.repl
 		}(),
+		Remote: func() tables.Remote {
+			if n.repl == nil {
+				return nil
+			}
+			return n.repl // remote.go
+		}(),
 	})
 	if err != nil {
 		return err
@@ -244,7 +250,7 @@ func (n *Node) Serve(ctx context.Context) error {
 	g := n.flight.GRPCServer(n.grpcOptions()...)
 	if n.repl != nil {
 		n.repl.serveForwards(n.store, n.flight.ExecBucketStatement) // forward.go
-		if err := n.repl.start(context.WithoutCancel(ctx), g); err != nil {
+		if err := n.repl.start(context.WithoutCancel(ctx), g, serveScan(n.store)); err != nil {
 			return errors.Join(err, n.close())
 		}
 	}

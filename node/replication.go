@@ -199,8 +199,8 @@ func closeStore(s meta.Store) error {
 // (elections and in-sync set changes, on the node that holds the
 // controller lease), the watch that applies the store's assignments to
 // this node's replicas, and the high-watermark checkpoints; it serves
-// replication on g.
-func (r *replication) start(ctx context.Context, g *grpc.Server) error {
+// replication, and other nodes' remote reads from scans, on g.
+func (r *replication) start(ctx context.Context, g *grpc.Server, scans cluster.ScanSource) error {
 	r.mu.Lock()
 	defs := make([]*catalog.Table, 0, len(r.logs))
 	for _, t := range r.logs {
@@ -224,7 +224,7 @@ func (r *replication) start(ctx context.Context, g *grpc.Server) error {
 	if err := r.renewLease(ctx); err != nil {
 		return err
 	}
-	cluster.Register(g, r.reps)
+	cluster.Register(g, r.reps, scans)
 	loops, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	run := func(f func(context.Context)) {

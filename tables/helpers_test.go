@@ -35,6 +35,8 @@ type env struct {
 	cacheBytes int64
 	// limits bound the store's writes (zero: the defaults).
 	limits tables.Limits
+	// remote reads the buckets of other nodes (nil: none).
+	remote tables.Remote
 	cat    *catalog.Catalog
 	store  *tables.Store
 }
@@ -48,6 +50,12 @@ func newEnv(t *testing.T, fs vfs.FS) *env {
 
 func newEnvWith(t *testing.T, fs vfs.FS, logOpts columnarlog.Options) *env {
 	t.Helper()
+	return newEnvOpts(t, fs, logOpts, func(*env) {})
+}
+
+// newEnvOpts is newEnvWith, with edit changing the env before it opens.
+func newEnvOpts(t *testing.T, fs vfs.FS, logOpts columnarlog.Options, edit func(*env)) *env {
+	t.Helper()
 	tmp := t.TempDir()
 	e := &env{
 		t:       t,
@@ -60,6 +68,7 @@ func newEnvWith(t *testing.T, fs vfs.FS, logOpts columnarlog.Options) *env {
 	if fs != nil {
 		e.dir = "/data/tables"
 	}
+	edit(e)
 	e.open()
 	t.Cleanup(func() {
 		e.close()
@@ -83,6 +92,7 @@ func (e *env) open() {
 		Mem:        e.mem,
 		CacheBytes: e.cacheBytes,
 		Limits:     e.limits,
+		Remote:     e.remote,
 	})
 	if err != nil {
 		cat.Close()

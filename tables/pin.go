@@ -45,7 +45,7 @@ var ErrPinStale = errors.New("the table changed since the read was planned")
 // Pin returns the view as a pin, reading all of it; ok is false for the
 // table layer of a primary-key table (see Pin).
 func (v *View) Pin() (p Pin, ok bool) {
-	if v.pk != nil {
+	if v.pk != nil || len(v.remote) > 0 {
 		return Pin{}, false
 	}
 	p = Pin{Table: v.def.ID, Layer: v.Layer, SchemaID: v.def.SchemaID, Snapshot: v.Lake.ID}
@@ -54,7 +54,15 @@ func (v *View) Pin() (p Pin, ok bool) {
 }
 
 // Pinnable reports whether a read of layer of t can be pinned.
-func (t *Table) Pinnable(layer Layer) bool { return layer != LayerTable || t.pk == nil }
+// A read of a table some of whose buckets this node reads from other
+// nodes is not pinnable either: its plan is taken when it is read
+// (docs/cluster.md, "Distributed queries").
+func (t *Table) Pinnable(layer Layer) bool {
+	if rem := t.store.cfg.Remote; rem != nil && layer != LayerLake && !rem.ServesAll(t.Def().ID, t.log.Buckets()) {
+		return false
+	}
+	return layer != LayerTable || t.pk == nil
+}
 
 // Pinned is the view a pin describes. The pin comes from a client's
 // ticket: its layer, buckets and files are checked (files by the lake,

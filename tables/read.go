@@ -262,6 +262,8 @@ type logPlan struct {
 	// pk is the captured state of a primary-key table read: the parts
 	// return its live records. nil for log tables and the changelog.
 	pk *pkState
+	// remote reads the plan's remote parts (remote.go); nil without.
+	remote Remote
 }
 
 func (p *logPlan) Schema() *arrow.Schema { return p.schema }

@@ -48,6 +48,10 @@ type Config struct {
 	// a cluster's buckets (replication.go); the logs are opened with
 	// columnarlog.Options.Replicated. Default none: a single node.
 	Replication Replication
+	// Remote, when set, makes the query engine's reads of a table read
+	// the buckets this node does not serve from the nodes that do
+	// (remote.go). Default none: every bucket is read here.
+	Remote Remote
 }
 
 // KeyIndexConfig configures the key indexes of primary-key tables (one
@@ -69,9 +73,11 @@ type KeyIndexConfig struct {
 // the node serves the others, and every read and write of it answers
 // ErrQuarantined with the reason (quarantine.go).
 type Store struct {
-	cfg     Config
-	cat     *catalog.Catalog
-	cache   *Cache
+	cfg   Config
+	cat   *catalog.Catalog
+	cache *Cache
+	// seen notes the batches of other nodes' buckets in cache (remote.go).
+	seen    seenBatches
 	kvCache *pebble.Cache // shared by the key indexes
 
 	lake atomic.Pointer[lakeRef] // SetLake
@@ -548,6 +554,7 @@ func (s *Store) removeDropped(id int64) {
 	delete(s.quarantined, id)
 	s.mu.Unlock()
 	s.cache.dropTable(id)
+	s.seen.drop(id) // remote.go
 	// On the OS filesystem the key index moved with the directory; on a
 	// filesystem of its own it is where the table had it.
 	if err := s.cfg.KeyIndex.FS.RemoveAll(filepath.Join(s.dir(id), KeyIndexDir)); err != nil && !errors.Is(err, os.ErrNotExist) {

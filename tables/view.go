@@ -60,6 +60,9 @@ type View struct {
 	// Ranges hold the changelog, of which the read returns the live
 	// records (one per live key). nil for log tables and other layers.
 	pk *pkState
+	// remote are the buckets read from other nodes (withRemote); Ranges
+	// hold none of them.
+	remote []RemoteBucket
 }
 
 // captureAttempts bounds the captures of one read: a capture is taken again
@@ -198,13 +201,19 @@ func (v *View) Plan(ctx context.Context, req scan.Request) (scan.Plan, error) {
 			return nil, err
 		}
 	}
-	if len(v.Ranges) > 0 {
+	if len(v.Ranges) > 0 || len(v.remote) > 0 {
 		lp, err := v.Table.plan(v.def, req, v.Layer == LayerChangelog, v.Ranges)
 		if err != nil {
 			return nil, err
 		}
 		lp.pk = v.pk
-		parts = append(parts, lp.Parts()...)
+		if err := v.planRemote(lp, req); err != nil { // remote.go
+			return nil, err
+		}
+		// The remote parts go first: the engine opens parts in order, a
+		// few at a time, and theirs wait on other nodes, whose work then
+		// overlaps the reading of the local parts.
+		parts = append(lp.remoteFirst(), parts...)
 	}
 	return scan.NewPlan(out, parts), nil
 }
@@ -259,6 +268,9 @@ func (l layerTable) Plan(ctx context.Context, req scan.Request) (scan.Plan, erro
 	}
 	v, err := l.t.Capture(ctx, l.layer)
 	if err != nil {
+		return nil, err
+	}
+	if err := v.withRemote(ctx); err != nil { // remote.go
 		return nil, err
 	}
 	return v.Plan(ctx, req)
