@@ -36,6 +36,8 @@ const (
 	MethodNone     = "none"     // authentication is off and the call sent no credentials
 	MethodPassword = "password" // a user name and password (Basic)
 	MethodToken    = "token"    // a bearer token a login returned
+	MethodAPIKey   = "api_key"  // a long-lived API key (apikeys.go)
+	MethodNode     = "node"     // another node of the cluster, by its certificate (clustertls.go)
 )
 
 // Identity is who a call runs as. Every call has one in its context
@@ -48,6 +50,17 @@ type Identity struct {
 	// authentication off everyone may do everything.
 	Superuser bool
 	Method    string
+	// Node is the node id of a node-to-node call (MethodNode), "" for
+	// any other.
+	Node string
+}
+
+// NodeIdentity is the identity of a call from the cluster's node id: a
+// superuser, since the node-to-node services read and write beneath
+// every table, named "node:<id>", which no user can be (a user name
+// holds no colon).
+func NodeIdentity(id string) Identity {
+	return Identity{User: "node:" + id, Superuser: true, Method: MethodNode, Node: id}
 }
 
 // Anonymous is the identity of a call without credentials while

@@ -77,14 +77,20 @@ func (t *TLS) ServerConfig(protos ...string) *tls.Config {
 		MinVersion: tls.VersionTLS12,
 		NextProtos: protos,
 		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
-			cert, clients := t.current()
-			c := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: protos, Certificates: []tls.Certificate{*cert}}
-			if clients != nil {
-				c.ClientAuth, c.ClientCAs = tls.RequireAndVerifyClientCert, clients
-			}
-			return c, nil
+			return t.configFor(protos), nil
 		},
 	}
+}
+
+// configFor is the configuration of one client's handshake, with the
+// current credentials.
+func (t *TLS) configFor(protos []string) *tls.Config {
+	cert, clients := t.current()
+	c := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: protos, Certificates: []tls.Certificate{*cert}}
+	if clients != nil {
+		c.ClientAuth, c.ClientCAs = tls.RequireAndVerifyClientCert, clients
+	}
+	return c
 }
 
 // current returns the credentials, reloading them if a file changed.

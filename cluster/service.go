@@ -44,6 +44,9 @@ func Register(s *grpc.Server, r *Replicas, src ScanSource) {
 				if err != nil {
 					return nil, status.Error(codes.InvalidArgument, err.Error())
 				}
+				if peer, ok := PeerNode(ctx); ok && peer != q.Follower {
+					return nil, status.Errorf(codes.PermissionDenied, "node %q fetches as replica %q: a node fetches as itself", peer, q.Follower)
+				}
 				return r.fetch(ctx, q).encode(), nil
 			})},
 			{MethodName: "EndForEpoch", Handler: unary("EndForEpoch", func(_ context.Context, b []byte) ([]byte, error) {
@@ -58,6 +61,23 @@ func Register(s *grpc.Server, r *Replicas, src ScanSource) {
 		Streams:  []grpc.StreamDesc{{StreamName: "Scan", Handler: scanHandler(src), ServerStreams: true}},
 		Metadata: "lakestream/cluster/service.go",
 	}, struct{}{})
+}
+
+type peerNodeKey struct{}
+
+// WithPeerNode returns ctx saying that the call comes from the node id,
+// as its certificate proved (the node's interceptor sets it when the
+// cluster runs mutual TLS). A fetch then names that node as its follower
+// or is refused: a node cannot fetch as another's replica and move the
+// in-sync set in its name.
+func WithPeerNode(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, peerNodeKey{}, id)
+}
+
+// PeerNode returns the node id WithPeerNode put into ctx.
+func PeerNode(ctx context.Context) (string, bool) {
+	id, ok := ctx.Value(peerNodeKey{}).(string)
+	return id, ok
 }
 
 // unary is the gRPC method handler of one replication call: it decodes the
@@ -94,7 +114,7 @@ type GRPCTransport struct {
 }
 
 // NewGRPCTransport dials with opts; none means plaintext (a cluster on a
-// trusted network until node-to-node TLS is configured).
+// trusted network, without node-to-node TLS).
 func NewGRPCTransport(opts ...grpc.DialOption) *GRPCTransport {
 	if len(opts) == 0 {
 		opts = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}

@@ -46,6 +46,9 @@ func (s *Server) authStream(srv any, ss grpc.ServerStream, info *grpc.StreamServ
 	if err != nil {
 		return err
 	}
+	if err := authorizeMethod(ctx, info.FullMethod); err != nil { // authorize.go
+		return toStatus(err)
+	}
 	switch {
 	case info.FullMethod == handshakeMethod:
 		ctx = context.WithValue(ctx, issuedKey{}, issued) // Handshake sends it
@@ -59,6 +62,9 @@ func (s *Server) authStream(srv any, ss grpc.ServerStream, info *grpc.StreamServ
 // send back. A Handshake without an authorization header goes on without
 // one: its first message may carry the credentials (handshake).
 func (s *Server) authenticate(ctx context.Context, method string) (context.Context, string, error) {
+	if isInternal(method) && s.opts.Nodes != nil { // authorize.go
+		return s.authenticateNode(ctx)
+	}
 	if s.opts.Auth == nil {
 		return auth.WithIdentity(ctx, auth.Anonymous), "", nil
 	}
@@ -78,6 +84,21 @@ func (s *Server) authenticate(ctx context.Context, method string) (context.Conte
 		ci.setUser(id.User) // for the call's log line and the Observer
 	}
 	return auth.WithIdentity(ctx, id), issued, nil
+}
+
+// authenticateNode gives a node-to-node call its node's identity, by the
+// certificate of its connection; user credentials count for nothing here:
+// no user, not even a superuser, may call these services.
+func (s *Server) authenticateNode(ctx context.Context) (context.Context, string, error) {
+	ctx, err := s.opts.Nodes(ctx)
+	if err != nil {
+		return ctx, "", toStatus(err)
+	}
+	if ci, ok := ctx.Value(callInfoKey{}).(*callInfo); ok {
+		id, _ := auth.FromContext(ctx)
+		ci.setUser(id.User)
+	}
+	return ctx, "", nil
 }
 
 // issuedKey carries the token the interceptor issued to Handshake.

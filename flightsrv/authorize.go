@@ -266,20 +266,25 @@ func (s *Server) authorizeFollow(ctx context.Context, t *tables.Table) error {
 	return auth.AuthorizeObject(ctx, s.store.Catalog(), catalog.PrivSelect, catalog.TableObject(t.Def()))
 }
 
-// replicationService is the prefix of the cluster's replication methods
-// (package cluster), served on the same gRPC server: they read and write
-// buckets' logs directly, beneath every table privilege.
-const replicationService = "/lakestream.replication.v1.Replication/"
+// internalPrefix begins the names of the node-to-node services served on
+// the same gRPC server (package cluster's replication, and any other
+// lakestream.* service): they read and write buckets' logs directly,
+// beneath every table privilege. The Flight services are arrow.flight.*.
+const internalPrefix = "/lakestream."
 
-// authorizeMethod keeps the methods that are no client's to a superuser:
-// a user with credentials calling the replication service's Fetch would
-// read any table's log without SELECT.
+func isInternal(method string) bool { return strings.HasPrefix(method, internalPrefix) }
+
+// authorizeMethod keeps the node-to-node methods from clients: with
+// Options.Nodes only nodes reach them (authenticateNode), by certificate;
+// without (a cluster without node-to-node TLS, whose authentication is
+// off) only a superuser may. A user with credentials calling the
+// replication service's Fetch would read any table's log without SELECT.
 func authorizeMethod(ctx context.Context, method string) error {
-	if !strings.HasPrefix(method, replicationService) {
+	if !isInternal(method) {
 		return nil
 	}
 	if id, ok := auth.FromContext(ctx); ok && id.Superuser {
 		return nil
 	}
-	return fmt.Errorf("%w: %s is the cluster's replication service: only a superuser may call it", auth.ErrPermissionDenied, method)
+	return fmt.Errorf("%w: %s is a node-to-node service: only a superuser may call it", auth.ErrPermissionDenied, method)
 }

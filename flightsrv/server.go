@@ -86,6 +86,12 @@ type Options struct {
 	// key, else a random key of the process. A cluster's nodes share one
 	// (docs/security.md, "Signed tickets").
 	TicketKey []byte
+	// Nodes authenticates the calls of the node-to-node services (every
+	// service named lakestream.*, such as the cluster's replication) in
+	// place of Auth: it returns ctx with the calling node's identity, or
+	// an auth error (authorize.go, authenticateInternal). Default nil:
+	// such calls are authenticated as any other and need a superuser.
+	Nodes func(context.Context) (context.Context, error)
 	// Limits caps what one client holds at once (limits.go); each zero
 	// field takes its default.
 	Limits Limits

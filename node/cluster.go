@@ -42,6 +42,15 @@ type ClusterConfig struct {
 	// needs the same key. Default: gossip in the clear, which a node off
 	// loopback should not use.
 	GossipKeyFile string
+	// TLSCert, TLSKey and TLSCA make node-to-node calls mutual TLS
+	// (docs/security.md, "Between nodes"): the node's certificate, issued
+	// by the cluster CA with the node id as its subject common name, its
+	// key, and the cluster CA, which must issue node certificates only.
+	// All three or none; read again when they change. With them the
+	// node-to-node services accept only other nodes, by certificate, and
+	// authentication may be on. Default: none, node-to-node calls in the
+	// clear, which a node with authentication on refuses.
+	TLSCert, TLSKey, TLSCA string
 	// GossipTiming is the failure detector's profile: "lan" (default; a
 	// member that stops answering is dead within 4–24 s) or "local" (one
 	// host, tests: 0.6–3.6 s). See docs/cluster.md.
@@ -98,7 +107,8 @@ func (c ClusterConfig) validate(listen string) []error {
 	if !c.enabled() {
 		var errs []error
 		for flag, v := range map[string]string{"node-id": c.NodeID, "gossip-advertise": c.GossipAdvertise, "advertise": c.Advertise,
-			"rack": c.Rack, "gossip-key-file": c.GossipKeyFile, "meta": c.Meta} {
+			"rack": c.Rack, "gossip-key-file": c.GossipKeyFile, "meta": c.Meta,
+			"cluster-tls-cert": c.TLSCert, "cluster-tls-key": c.TLSKey, "cluster-tls-ca": c.TLSCA} {
 			if v != "" {
 				errs = append(errs, fmt.Errorf("%s is set but gossip is not: a cluster node needs --gossip", flag))
 			}
@@ -127,6 +137,9 @@ func (c ClusterConfig) validate(listen string) []error {
 			errs = append(errs, err)
 		}
 	}
+	if set := btoi(c.TLSCert != "") + btoi(c.TLSKey != "") + btoi(c.TLSCA != ""); set != 0 && set != 3 {
+		errs = append(errs, errors.New("cluster tls: give all of --cluster-tls-cert, --cluster-tls-key and --cluster-tls-ca, or none"))
+	}
 	if m := c.Meta; m != "" && !strings.HasPrefix(m, "postgres://") && !strings.HasPrefix(m, "postgresql://") && !strings.HasPrefix(m, "sqlite://") {
 		errs = append(errs, fmt.Errorf("meta %q: want postgres://… (shared by the cluster's nodes) or sqlite://FILE", m))
 	}
@@ -137,6 +150,16 @@ func (c ClusterConfig) validate(listen string) []error {
 		errs = append(errs, fmt.Errorf("leave timeout %s: want a positive duration", c.LeaveTimeout))
 	}
 	return errs
+}
+
+// tls says whether node-to-node calls run over mutual TLS.
+func (c ClusterConfig) tls() bool { return c.TLSCert != "" }
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // advertise is the Flight address announced to the cluster.

@@ -259,8 +259,8 @@ func (c *Config) Validate() error {
 	}
 	if c.Cluster.enabled() {
 		// docs/cluster.md, "What is not there yet".
-		if c.Security.required(c.Listen, c.HTTP) {
-			errs = append(errs, errors.New("a cluster node with authentication on: replication between nodes does not authenticate yet; run the cluster with --auth off (and --insecure off loopback) on a trusted network"))
+		if c.Security.required(c.Listen, c.HTTP) && !c.Cluster.tls() {
+			errs = append(errs, errors.New("a cluster node with authentication on needs node-to-node TLS, by which nodes know each other: give --cluster-tls-cert, --cluster-tls-key and --cluster-tls-ca (docs/security.md), or run the cluster with --auth off (and --insecure off loopback) on a trusted network"))
 		}
 		if err := c.validateClusterLake(); err != nil {
 			errs = append(errs, err)

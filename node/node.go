@@ -117,7 +117,7 @@ func (n *Node) open(ctx context.Context) error {
 		return err
 	}
 	if cfg.Cluster.enabled() {
-		if n.repl, err = newReplication(ctx, cfg, n.members.Load); err != nil {
+		if n.repl, err = newReplication(ctx, cfg, n.clusterDialOptions(), n.members.Load); err != nil {
 			return err
 		}
 	}
@@ -197,6 +197,7 @@ func (n *Node) open(ctx context.Context) error {
 		Auth:         n.sec.auth,
 		Placement:    place,
 		TicketKey:    ticketKey,
+		Nodes:        n.nodeAuthenticator(), // clustertls.go
 		Limits:       cfg.Limits.flightLimits(),
 		Audit:        n.audit,
 		Version:      cfg.Version,

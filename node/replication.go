@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/lakestream/lakestream/catalog"
 	"github.com/lakestream/lakestream/cluster"
@@ -168,16 +167,12 @@ func openMetaStore(ctx context.Context, uri string) (meta.Store, error) {
 
 // newReplication opens the metadata store and the node's replicas; nothing
 // runs until start.
-func newReplication(ctx context.Context, cfg Config, members func() *membership.Membership) (*replication, error) {
+func newReplication(ctx context.Context, cfg Config, dial []grpc.DialOption, members func() *membership.Membership) (*replication, error) {
 	store, err := openMetaStore(ctx, cfg.metaURI())
 	if err != nil {
 		return nil, fmt.Errorf("cluster metadata: %w", err)
 	}
-	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
-	if cfg.Cluster.Dial != nil {
-		opts = append(opts, grpc.WithContextDialer(cfg.Cluster.Dial))
-	}
-	tr := cluster.NewGRPCTransport(opts...)
+	tr := cluster.NewGRPCTransport(dial...) // clustertls.go: mutual TLS when configured
 	r := &replication{self: cfg.Cluster.NodeID, store: store, tr: tr, members: members, logger: cfg.Logger, logs: map[int64]openTable{}, wake: make(chan struct{}, 1)}
 	r.leaders.m = map[cluster.BucketRef]cachedLeader{}
 	r.reps, err = cluster.NewReplicas(cluster.Config{NodeID: cfg.Cluster.NodeID, Logger: cfg.Logger}, tr, r.isrChange(cluster.StoreISRChange(store, cfg.Cluster.NodeID)))

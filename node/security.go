@@ -138,6 +138,8 @@ func exposedAddr(listen, http string) string {
 type security struct {
 	auth *auth.Service
 	tls  *auth.TLS // nil: plaintext
+	// cluster is the node-to-node mutual TLS (clustertls.go); nil: none.
+	cluster *auth.ClusterTLS
 }
 
 // openSecurity loads the TLS credentials, the token key and the
@@ -152,6 +154,9 @@ func (n *Node) openSecurity(ctx context.Context) error {
 			return err
 		}
 		n.sec.tls = t
+	}
+	if err := n.openClusterTLS(); err != nil { // clustertls.go
+		return err
 	}
 	key, err := tokenKey(filepath.Join(cfg.DataDir, "token.key"))
 	if err != nil {
@@ -173,7 +178,7 @@ func (n *Node) openSecurity(ctx context.Context) error {
 	if err := n.sec.auth.Bootstrap(ctx, password); err != nil {
 		return err
 	}
-	cfg.Logger.Info("security", "auth", required, "tls", n.sec.tls != nil, "mutual_tls", n.sec.tls != nil && n.sec.tls.Mutual())
+	cfg.Logger.Info("security", "auth", required, "tls", n.sec.tls != nil, "mutual_tls", n.sec.tls != nil && n.sec.tls.Mutual(), "cluster_tls", n.sec.cluster != nil)
 	return nil
 }
 
@@ -210,8 +215,14 @@ func writeNew(path string, data []byte) error {
 	return errors.Join(err, f.Close())
 }
 
-// grpcOptions are the Flight server's TLS credentials, if any.
+// grpcOptions are the Flight server's TLS credentials, if any. With
+// cluster TLS the port serves TLS whatever --tls-cert says: other nodes
+// reach it with their certificates, and clients, without --tls-cert, get
+// the node certificate (clustertls.go).
 func (n *Node) grpcOptions() []grpc.ServerOption {
+	if n.sec.cluster != nil {
+		return []grpc.ServerOption{grpc.Creds(credentials.NewTLS(n.sec.cluster.ServerConfig(n.sec.tls, "h2")))}
+	}
 	if n.sec.tls == nil {
 		return nil
 	}

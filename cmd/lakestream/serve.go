@@ -144,6 +144,9 @@ func bindClusterFlags(fs *flag.FlagSet, c *node.ClusterConfig) {
 	fs.StringVar(&c.GossipTiming, "gossip-timing", "lan", "failure detection profile: lan (dead within 4-24 s) or local (one host: 0.6-3.6 s)")
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", 10*time.Second, "at a graceful stop (SIGTERM), how long to wait for the leadership of the buckets this node leads to move to other nodes")
 	fs.BoolVar(&c.FollowerReads, "follower-reads", false, "plan reads (scan and changes() endpoints) of the buckets this node holds in sync here, not on their leaders")
+	fs.StringVar(&c.TLSCert, "cluster-tls-cert", "", "PEM certificate of this node, issued by the cluster CA with the node id as its subject common name: node-to-node calls run over mutual TLS (needed with --auth on)")
+	fs.StringVar(&c.TLSKey, "cluster-tls-key", "", "PEM private key of --cluster-tls-cert")
+	fs.StringVar(&c.TLSCA, "cluster-tls-ca", "", "PEM file of the cluster CA, which issues node certificates only")
 	fs.StringVar(&c.Meta, "meta", "", "the cluster's metadata store (bucket leaders, epochs, in-sync replicas): postgres://… shared by every node, or sqlite://FILE (default: cluster.db in the data dir, for a cluster of one)")
 }
 
