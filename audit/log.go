@@ -25,6 +25,7 @@ const (
 	KindDDL         Kind = "ddl"          // CREATE, ALTER, DROP of databases, tables and views
 	KindUser        Kind = "user"         // CREATE, ALTER, DROP USER
 	KindPrivilege   Kind = "privilege"    // GRANT, REVOKE, roles and their members
+	KindAPIKey      Kind = "api_key"      // CREATE, DROP API KEY
 )
 
 // Event is one entry of the audit log, and one line of its file:

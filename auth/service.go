@@ -87,6 +87,12 @@ type Users interface {
 	CreateUser(ctx context.Context, name, passwordHash string, superuser, ifNotExists bool) (*catalog.User, bool, error)
 	SetPassword(ctx context.Context, name, passwordHash string) (*catalog.User, error)
 	DropUser(ctx context.Context, name string, ifExists bool) (*catalog.User, error)
+	// The API keys (apikeys.go).
+	APIKey(name string) (*catalog.APIKey, bool)
+	APIKeyByHash(hash string) (*catalog.APIKey, bool)
+	APIKeys() []*catalog.APIKey
+	CreateAPIKey(ctx context.Context, name string, userID int64, hash string, createdBy int64, expires time.Time) (*catalog.APIKey, error)
+	DropAPIKey(ctx context.Context, name string, ifExists bool) (*catalog.APIKey, error)
 }
 
 // Config configures a Service. Each field documents its default.
@@ -193,7 +199,8 @@ func (s *Service) TokenTTL() time.Duration { return s.cfg.TokenTTL }
 
 // Authenticate establishes who sent authorization, the value of an
 // Authorization header ("" when there is none): "Basic
-// base64(user:password)" logs in, "Bearer <token>" checks a token. peer
+// base64(user:password)" logs in, "Bearer <token>" checks a token or an
+// API key. peer
 // is the client's address, for the limit on failed logins and the log.
 // issued is a new token to send back ("" for none): after every login,
 // and for a token past half its life.
@@ -202,7 +209,7 @@ func (s *Service) Authenticate(ctx context.Context, authorization, peer string) 
 	cred = strings.TrimSpace(cred)
 	switch {
 	case authorization == "" && s.cfg.Required:
-		return Identity{}, "", fmt.Errorf("%w: no credentials: log in with a user name and password (Flight Handshake, or an Authorization: Basic header) and send the bearer token it returns", ErrUnauthenticated)
+		return Identity{}, "", fmt.Errorf("%w: no credentials: log in with a user name and password (Flight Handshake, or an Authorization: Basic header) and send the bearer token it returns, or send an API key as the bearer token", ErrUnauthenticated)
 	case authorization == "":
 		return Anonymous, "", nil
 	case strings.EqualFold(scheme, "basic"):
@@ -211,6 +218,9 @@ func (s *Service) Authenticate(ctx context.Context, authorization, peer string) 
 			return Identity{}, "", err
 		}
 		return s.Login(ctx, user, password, peer)
+	case strings.EqualFold(scheme, "bearer") && IsAPIKey(cred):
+		id, err := s.verifyAPIKey(ctx, cred, peer) // apikeys.go
+		return id, "", err
 	case strings.EqualFold(scheme, "bearer"):
 		return s.verifyToken(cred)
 	}

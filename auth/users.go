@@ -8,7 +8,9 @@ import (
 )
 
 // Exec applies a user statement (CREATE USER, ALTER USER, DROP USER) for
-// who, which must be a superuser: for now only the admin manages users.
+// who, which must be a superuser: for now only the admin manages users;
+// and DROP API KEY (CREATE API KEY, which returns the key, is
+// CreateAPIKey).
 // ok is false for any other statement.
 func (s *Service) Exec(ctx context.Context, who Identity, stmt catalog.Statement) (ok bool, err error) {
 	switch st := stmt.(type) {
@@ -17,6 +19,10 @@ func (s *Service) Exec(ctx context.Context, who Identity, stmt catalog.Statement
 			return true, fmt.Errorf("%w: user %q may not manage users: only a superuser (admin) may", ErrPermissionDenied, who.User)
 		}
 		return true, s.exec(ctx, st)
+	case *catalog.DropAPIKey:
+		return true, s.dropAPIKey(ctx, who, st) // apikeys.go
+	case *catalog.CreateAPIKey:
+		return true, fmt.Errorf("%w: CREATE API KEY returns the key: run it as a query (execute, not execute update), whose one row holds it", catalog.ErrInvalid)
 	}
 	return false, nil
 }

@@ -55,6 +55,11 @@ import (
 //	               a system table) -> privileges (catalog.Privilege bits)
 //	owners (version 5) (object kind, id) -> owning user id, with db and
 //	               name for reading
+//	api_keys (version 6) id (AUTOINCREMENT: never reused), name (unique),
+//	               user_id (the user it authenticates as; deleted with the
+//	               user), key_hash (hex SHA-256 of the key, unique),
+//	               created_by (a user id), created_at, expires_at (0:
+//	               never)
 //
 // Times are Unix microseconds, UTC.
 var migrations = []migration{
@@ -230,6 +235,30 @@ var migrations = []migration{
 				name        TEXT NOT NULL,
 				owner_id    BIGINT NOT NULL,
 				PRIMARY KEY (object_kind, object_id)
+			)`,
+		},
+	},
+	{
+		sqlite: []string{
+			`CREATE TABLE api_keys (
+				id         INTEGER PRIMARY KEY AUTOINCREMENT,
+				name       TEXT NOT NULL UNIQUE,
+				user_id    INTEGER NOT NULL,
+				key_hash   TEXT NOT NULL UNIQUE,
+				created_by INTEGER NOT NULL,
+				created_at INTEGER NOT NULL,
+				expires_at INTEGER NOT NULL
+			)`,
+		},
+		postgres: []string{
+			`CREATE TABLE api_keys (
+				id         BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+				name       TEXT NOT NULL UNIQUE,
+				user_id    BIGINT NOT NULL,
+				key_hash   TEXT NOT NULL UNIQUE,
+				created_by BIGINT NOT NULL,
+				created_at BIGINT NOT NULL,
+				expires_at BIGINT NOT NULL
 			)`,
 		},
 	},

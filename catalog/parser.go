@@ -25,6 +25,8 @@ import (
 //	DROP USER [IF EXISTS] name
 //	CREATE ROLE [IF NOT EXISTS] name
 //	DROP ROLE [IF EXISTS] name
+//	CREATE API KEY name [FOR [USER] user] [VALID UNTIL 'timestamp']
+//	DROP API KEY [IF EXISTS] name
 //	GRANT role, ... TO user_or_role, ...
 //	REVOKE role, ... FROM user_or_role, ...
 //	GRANT {priv, ... | ALL [PRIVILEGES]} ON {[TABLE] [db.]t, ... |
@@ -229,7 +231,10 @@ func (p *parser) statement() (Statement, error) {
 		if p.acceptKeywords("role") {
 			return p.createRole() // grants_parse.go
 		}
-		return nil, p.errAt(p.peek(), "expected TABLE, VIEW, DATABASE, USER or ROLE after CREATE")
+		if p.acceptKeywords("api", "key") {
+			return p.createAPIKey() // apikeys.go
+		}
+		return nil, p.errAt(p.peek(), "expected TABLE, VIEW, DATABASE, USER, ROLE or API KEY after CREATE")
 	case isKeyword(tok, "drop"):
 		if p.acceptKeywords("table") {
 			return p.dropTable()
@@ -246,7 +251,10 @@ func (p *parser) statement() (Statement, error) {
 		if p.acceptKeywords("role") {
 			return p.dropRole()
 		}
-		return nil, p.errAt(p.peek(), "expected TABLE, VIEW, DATABASE, USER or ROLE after DROP")
+		if p.acceptKeywords("api", "key") {
+			return p.dropAPIKey() // apikeys.go
+		}
+		return nil, p.errAt(p.peek(), "expected TABLE, VIEW, DATABASE, USER, ROLE or API KEY after DROP")
 	case isKeyword(tok, "alter"):
 		if p.acceptKeywords("user") {
 			return p.alterUser()

@@ -61,7 +61,7 @@ func TestParseErrors(t *testing.T) {
 		{"SELECT 1", `syntax error at position 0 near "SELECT": expected CREATE, DROP, ALTER, GRANT or REVOKE`},
 		{"CREATE TABLE events FOO", `syntax error at position 20 near "FOO": expected "("`},
 		{"CREATE VIEW v", `syntax error at position 13 at end of input: expected AS and the view's query`},
-		{"CREATE INDEX i", `syntax error at position 7 near "INDEX": expected TABLE, VIEW, DATABASE, USER or ROLE after CREATE`},
+		{"CREATE INDEX i", `syntax error at position 7 near "INDEX": expected TABLE, VIEW, DATABASE, USER, ROLE or API KEY after CREATE`},
 		{"CREATE OR REPLACE TABLE t (a INT)", `syntax error at position 18 near "TABLE": expected VIEW after CREATE OR REPLACE`},
 		{"CREATE VIEW v AS ;", `syntax error at position 18 at end of input: expected a query after AS`},
 		{"CREATE TABLE t (a INT) AS SELECT 1", `syntax error at position 23 near "AS": CREATE TABLE ... AS takes its columns from the query: the parentheses may hold only PRIMARY KEY (col, ...)`},

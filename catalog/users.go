@@ -70,6 +70,9 @@ func (*DropUser) statement()   {}
 type userSet struct {
 	byName map[string]*User
 	byID   map[int64]*User
+	// keysByName and keysByHash are the API keys (apikeys.go).
+	keysByName map[string]*APIKey
+	keysByHash map[string]*APIKey
 }
 
 // User returns the user named name (names are case-sensitive, as written
@@ -166,8 +169,8 @@ func (c *Catalog) SetPassword(ctx context.Context, name, passwordHash string) (*
 	return out, nil
 }
 
-// DropUser deletes a user, which revokes its tokens, with its privileges
-// and role memberships (what it owns is left without an owner); with
+// DropUser deletes a user, which revokes its tokens, with its privileges,
+// role memberships and API keys (what it owns is left without an owner); with
 // ifExists a missing user returns (nil, nil).
 func (c *Catalog) DropUser(ctx context.Context, name string, ifExists bool) (*User, error) {
 	var dropped *User
@@ -186,7 +189,10 @@ func (c *Catalog) DropUser(ctx context.Context, name string, ifExists bool) (*Us
 		if err := w.forgetUser(old.ID); err != nil { // grants_store.go
 			return err
 		}
-		w.nextUsers = w.users.with(nil, name)
+		if err := w.exec(`DELETE FROM api_keys WHERE user_id = ?`, old.ID); err != nil {
+			return err
+		}
+		w.nextUsers = w.users.with(nil, name).withoutKeysOf(old.ID)
 		dropped = old
 		return nil
 	})
@@ -199,7 +205,7 @@ func (c *Catalog) DropUser(ctx context.Context, name string, ifExists bool) (*Us
 // with returns a copy of set with u put in (if not nil) and the user
 // named drop taken out (if not "").
 func (set *userSet) with(u *User, drop string) *userSet {
-	next := &userSet{byName: maps.Clone(set.byName), byID: maps.Clone(set.byID)}
+	next := &userSet{byName: maps.Clone(set.byName), byID: maps.Clone(set.byID), keysByName: set.keysByName, keysByHash: set.keysByHash}
 	if next.byName == nil {
 		next.byName, next.byID = map[string]*User{}, map[int64]*User{}
 	}
@@ -230,7 +236,10 @@ func loadUsers(ctx context.Context, db querier) (*userSet, error) {
 		u.CreatedAt, u.UpdatedAt = fromMicros(created), fromMicros(updated)
 		set.byName[u.Name], set.byID[u.ID] = &u, &u
 	}
-	return set, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read users: %w", err)
+	}
+	return set, loadAPIKeys(ctx, db, set) // apikeys.go
 }
 
 // checkUserName keeps user names printable and of a sane length.

@@ -37,6 +37,8 @@ func auditKind(st *planner.Statement) audit.Kind {
 		return audit.KindUser
 	case *catalog.CreateRole, *catalog.DropRole, *catalog.GrantRoles, *catalog.GrantPrivileges:
 		return audit.KindPrivilege
+	case *catalog.CreateAPIKey, *catalog.DropAPIKey:
+		return audit.KindAPIKey
 	}
 	f := strings.Fields(strings.ToUpper(st.SQL))
 	switch {

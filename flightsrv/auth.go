@@ -202,18 +202,20 @@ func authCode(err error) (codes.Code, bool) {
 		return codes.PermissionDenied, true
 	case errors.Is(err, auth.ErrTooManyFailures):
 		return codes.ResourceExhausted, true
-	case errors.Is(err, catalog.ErrUserNotFound), errors.Is(err, catalog.ErrRoleNotFound):
+	case errors.Is(err, catalog.ErrUserNotFound), errors.Is(err, catalog.ErrRoleNotFound), errors.Is(err, catalog.ErrAPIKeyNotFound):
 		return codes.NotFound, true
-	case errors.Is(err, catalog.ErrUserExists), errors.Is(err, catalog.ErrRoleExists):
+	case errors.Is(err, catalog.ErrUserExists), errors.Is(err, catalog.ErrRoleExists), errors.Is(err, catalog.ErrAPIKeyExists):
 		return codes.AlreadyExists, true
 	}
 	return codes.OK, false
 }
 
-// execUserDDL applies CREATE, ALTER and DROP USER as the caller.
+// execUserDDL applies CREATE, ALTER and DROP USER, and DROP API KEY, as
+// the caller (CREATE API KEY, run as an update, is refused there: it has
+// a result, apikeys.go).
 func (s *Server) execUserDDL(ctx context.Context, stmt catalog.Statement) (bool, error) {
 	switch stmt.(type) {
-	case *catalog.CreateUser, *catalog.AlterUser, *catalog.DropUser:
+	case *catalog.CreateUser, *catalog.AlterUser, *catalog.DropUser, *catalog.CreateAPIKey, *catalog.DropAPIKey:
 	default:
 		return false, nil
 	}

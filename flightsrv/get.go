@@ -67,6 +67,8 @@ func (s *Server) doGet(raw []byte, stream flight.FlightService_DoGetServer) erro
 		})
 	case "lookup":
 		return s.doGetLookup(ctx, tk, stream) // lookup.go
+	case "apikey":
+		return s.streamAPIKey(tk, stream) // apikeys.go
 	}
 	return fmt.Errorf("%w: ticket kind %q", errInvalid, tk.Kind)
 }

@@ -36,6 +36,7 @@ var (
 	describeSchema      = utf8Schema("column_name", "column_type", "null", "key", "default", "extra")
 	showCreateSchema    = utf8Schema("name", "sql")
 	showGrantsSchema    = utf8Schema(auth.GrantColumns...)
+	showAPIKeysSchema   = utf8Schema(auth.APIKeyColumns...)
 )
 
 func showSchema(sh *planner.Show) *arrow.Schema {
@@ -48,6 +49,8 @@ func showSchema(sh *planner.Show) *arrow.Schema {
 		return showCreateSchema
 	case planner.ShowGrants:
 		return showGrantsSchema
+	case planner.ShowAPIKeys:
+		return showAPIKeysSchema
 	}
 	return describeSchema
 }
@@ -105,6 +108,8 @@ func (s *Server) showRows(ctx context.Context, sh *planner.Show) ([][]any, error
 	switch sh.What {
 	case planner.ShowGrants:
 		return s.showGrants(ctx, sh.Name) // authorize.go
+	case planner.ShowAPIKeys:
+		return s.showAPIKeys(ctx) // apikeys.go
 	case planner.ShowCreateTable, planner.ShowCreateView, planner.ShowDescribe:
 		if err := s.authorize(ctx, catalog.PrivSelect, sh.DB, sh.Name); err != nil {
 			return nil, err

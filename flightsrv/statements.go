@@ -76,6 +76,9 @@ func (s *Server) execUpdate(ctx context.Context, st *planner.Statement, argRows 
 // committed offsets; a query is described, its tables pinned, and it runs
 // at DoGet.
 func (s *Server) flightInfo(ctx context.Context, st *planner.Statement, handle string, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	if ck, ok := st.DDL.(*catalog.CreateAPIKey); ok {
+		return s.apiKeyInfo(ctx, st, ck, desc) // apikeys.go: a DDL statement with a result
+	}
 	switch st.Kind {
 	case planner.KindDDL, planner.KindInsert, planner.KindDelete, planner.KindUpdate:
 		// Executed as a query (ADBC's execute does that): run it now and
@@ -112,6 +115,9 @@ func (s *Server) flightInfo(ctx context.Context, st *planner.Statement, handle s
 func (s *Server) describe(ctx context.Context, st *planner.Statement) (*arrow.Schema, *arrow.Schema, error) {
 	switch st.Kind {
 	case planner.KindDDL:
+		if _, ok := st.DDL.(*catalog.CreateAPIKey); ok {
+			return apiKeySchema, emptySchema, nil
+		}
 		return emptySchema, emptySchema, nil
 	case planner.KindShow:
 		return showSchema(st.Show), emptySchema, nil
@@ -304,12 +310,13 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 		return res, err
 	}
 	p := &prepared{sql: req.GetQuery(), stmt: st, dataset: emptySchema, paramsSchema: emptySchema, user: callerID(ctx)}
-	if st.Kind != planner.KindDDL && !(st.Kind == planner.KindInsert && s.engine == nil) {
+	_, createsKey := st.DDL.(*catalog.CreateAPIKey) // a DDL statement with a result
+	if (st.Kind != planner.KindDDL || createsKey) && !(st.Kind == planner.KindInsert && s.engine == nil) {
 		if p.dataset, p.paramsSchema, err = s.describe(ctx, st); err != nil {
 			return res, err
 		}
 	}
-	isUpdate := st.Kind == planner.KindDDL || st.Kind == planner.KindInsert || st.Kind == planner.KindDelete || st.Kind == planner.KindUpdate
+	isUpdate := (st.Kind == planner.KindDDL && !createsKey) || st.Kind == planner.KindInsert || st.Kind == planner.KindDelete || st.Kind == planner.KindUpdate
 	res.IsUpdate = &isUpdate
 	if p.release, err = s.limits.acquire(ctx, limitPrepared); err != nil { // limits.go
 		return res, err

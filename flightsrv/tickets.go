@@ -45,7 +45,7 @@ const ticketMACBytes = sha256.Size
 const maxTicketBytes = 64 << 10
 
 type ticket struct {
-	Kind string `json:"kind"` // "scan", "query", "lookup" (SQL, or Handle when prepared), "changes" (Ranges' To is -1: unbounded) or "show"
+	Kind string `json:"kind"` // "scan", "query", "lookup" (SQL, or Handle when prepared), "changes" (Ranges' To is -1: unbounded), "show" or "apikey"
 	// User is the ID of the user that planned the ticket, the only one
 	// that may use it; 0 for none.
 	User int64 `json:"user,omitempty"`
@@ -87,6 +87,8 @@ type ticket struct {
 	Pins []tables.Pin `json:"pins,omitempty"`
 	// lookup of a prepared statement
 	Handle string `json:"handle,omitempty"`
+	// apikey: the one row of CREATE API KEY, the key in it (apikeys.go)
+	Row []string `json:"row,omitempty"`
 }
 
 func isLakestreamTicket(b []byte) bool {
@@ -140,7 +142,7 @@ func decodeTicket(key, b []byte) (*ticket, error) {
 		return nil, fmt.Errorf("%w: malformed ticket: %v", errInvalid, err)
 	}
 	switch t.Kind {
-	case "scan", "query", "changes", "show", "lookup":
+	case "scan", "query", "changes", "show", "lookup", "apikey":
 	default:
 		return nil, fmt.Errorf("%w: ticket of unknown kind %q", errInvalid, t.Kind)
 	}

@@ -29,7 +29,9 @@ import (
 // The callers: none (no credentials), a wrong password, an expired token,
 // alice (no privileges), bob (granted exactly what the operation needs,
 // just before it), carol (who created t and v, and holds CREATE on the
-// database), and admin (a superuser). The model: the first three are
+// database), admin (a superuser), and API keys of bob: one valid (as
+// bob), one expired, one dropped. The model: no credentials, the wrong
+// password, the expired token and the expired and dropped keys are
 // Unauthenticated; admin may do everything; carol what needs no more than
 // her objects and CREATE; bob whatever privileges can grant (not GRANT,
 // which takes ownership, nor role management, which takes a superuser);
@@ -56,9 +58,10 @@ type authzOp struct {
 }
 
 type matrix struct {
-	t   *testing.T
-	cl  *flightsql.Client
-	seq int
+	t     *testing.T
+	cl    *flightsql.Client
+	admin context.Context // logged in as admin, for set-up inside an op
+	seq   int
 }
 
 func (m *matrix) next() int { m.seq++; return m.seq }
@@ -245,6 +248,27 @@ func authzOps() []authzOp {
 		{name: "CREATE ROLE", admin: true, run: u("CREATE ROLE r$N")},
 		{name: "CREATE USER", admin: true, run: u("CREATE USER u$N WITH PASSWORD 'password-$N'")},
 		{name: "SHOW GRANTS", run: q("SHOW GRANTS")},
+		{name: "CREATE API KEY", run: func(ctx context.Context, m *matrix, _ string) (bool, error) {
+			return false, m.fetch(ctx, fmt.Sprintf("CREATE API KEY ak%d", m.next()))
+		}},
+		{name: "CREATE API KEY for another user", admin: true, run: func(ctx context.Context, m *matrix, _ string) (bool, error) {
+			return false, m.fetch(ctx, fmt.Sprintf("CREATE API KEY ak%d FOR USER admin", m.next()))
+		}},
+		{name: "DROP API KEY", run: func(ctx context.Context, m *matrix, _ string) (bool, error) {
+			name := fmt.Sprintf("dk%d", m.next())
+			if err := m.fetch(ctx, "CREATE API KEY "+name); err != nil {
+				return false, err
+			}
+			return false, m.exec(ctx, "DROP API KEY "+name)
+		}},
+		{name: "DROP API KEY of another user", admin: true, run: func(ctx context.Context, m *matrix, _ string) (bool, error) {
+			name := fmt.Sprintf("dk%d", m.next())
+			if err := m.fetch(m.admin, "CREATE API KEY "+name+" FOR USER admin"); err != nil {
+				m.t.Fatal(err)
+			}
+			return false, m.exec(ctx, "DROP API KEY "+name)
+		}},
+		{name: "SHOW API KEYS", run: q("SHOW API KEYS")},
 		{name: "GetSqlInfo", run: func(ctx context.Context, m *matrix, _ string) (bool, error) {
 			info, err := m.cl.GetSqlInfo(ctx, []flightsql.SqlInfo{flightsql.SqlInfoFlightSqlServerName})
 			if err != nil {
@@ -342,8 +366,16 @@ func TestPrivilegeMatrix(t *testing.T) {
 		}
 	}
 	expired := login(t, cl, "alice", "alice-password")
+	m.admin = admin
+	bobKey := m.apiKey("CREATE API KEY bobs FOR USER bob")
+	expiredKey := m.apiKey("CREATE API KEY soon FOR USER bob VALID UNTIL '" + clock.now().Add(time.Hour).UTC().Format(time.RFC3339) + "'")
+	revokedKey := m.apiKey("CREATE API KEY gone FOR USER bob")
+	if err := m.exec(admin, "DROP API KEY gone"); err != nil {
+		t.Fatal(err)
+	}
 	clock.add(9 * time.Hour)
 	admin = login(t, cl, "admin", "admin-password")
+	m.admin = admin
 	carol := login(t, cl, "carol", "carol-password")
 	for _, sql := range []string{
 		"CREATE TABLE t (id BIGINT PRIMARY KEY, v BIGINT)",
@@ -366,6 +398,9 @@ func TestPrivilegeMatrix(t *testing.T) {
 		{"with", login(t, cl, "bob", "bob-password")},
 		{"owner", carol},
 		{"admin", admin},
+		{"API key", bearer(bobKey)},
+		{"expired API key", bearer(expiredKey)},
+		{"revoked API key", bearer(revokedKey)},
 	}
 	target := map[string]string{"t": "TABLE t", "v": "TABLE v", "sys": "TABLE lakestream.tiering", "db": "DATABASE default"}
 	for _, op := range authzOps() {
@@ -378,7 +413,7 @@ func TestPrivilegeMatrix(t *testing.T) {
 				}
 				target["fresh"] = "TABLE " + fresh
 			}
-			if c.name == "with" {
+			if c.name == "with" || c.name == "API key" {
 				for _, nd := range op.needs {
 					if err := m.exec(admin, fmt.Sprintf("GRANT %s ON %s TO bob", nd.priv, target[nd.obj])); err != nil {
 						t.Fatalf("grant %v: %v", nd, err)
@@ -407,14 +442,31 @@ func TestPrivilegeMatrix(t *testing.T) {
 	}
 }
 
+// apiKey runs CREATE API KEY as admin and returns the key.
+func (m *matrix) apiKey(sql string) string {
+	m.t.Helper()
+	info, err := m.cl.Execute(m.admin, sql)
+	keys, err := m.column(m.admin, info, err, "key")
+	if err != nil || len(keys) != 1 {
+		m.t.Fatalf("%s: %q, %v", sql, keys, err)
+	}
+	return keys[0]
+}
+
+func bearer(key string) context.Context {
+	return metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+key)
+}
+
 // authzModel is the expected code of op by caller, and, for a listing,
 // whether t shows.
 func authzModel(op authzOp, caller string) (codes.Code, bool) {
 	switch caller {
-	case "none", "wrong password", "expired token":
+	case "none", "wrong password", "expired token", "expired API key", "revoked API key":
 		return codes.Unauthenticated, false
 	case "admin":
 		return codes.OK, true
+	case "API key": // bob's: as bob
+		caller = "with"
 	}
 	if op.listing {
 		return codes.OK, caller != "without"

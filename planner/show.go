@@ -25,6 +25,9 @@ const (
 	// ShowGrants is SHOW GRANTS [FOR name]: Name is the user or role, ""
 	// for the caller.
 	ShowGrants
+	// ShowAPIKeys is SHOW API KEYS: the caller's API keys, every key for
+	// a superuser.
+	ShowAPIKeys
 )
 
 // Show is a SHOW or DESCRIBE statement, answered from the catalog (and,
@@ -67,6 +70,11 @@ func parseShow(sql string) (*Show, bool, error) {
 			sh.Name = name
 		}
 		return s.showEnd(sh)
+	case s.keyword("api"):
+		if !s.keyword("keys") {
+			return nil, true, fmt.Errorf("syntax error at position %d: expected KEYS after SHOW API", s.at())
+		}
+		return s.showEnd(&Show{What: ShowAPIKeys})
 	case s.keyword("tables"):
 		sh := &Show{What: ShowTables}
 		if s.keyword("from") || s.keyword("in") {
