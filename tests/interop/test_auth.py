@@ -154,3 +154,61 @@ def test_jdbc_user_password_over_tls(tls_server, certs, smoke_classpath, tmp_pat
     bad = url.replace("password=jdbc-password", "password=wrong-password")
     r = run_smoke(smoke_classpath, bad, "events")
     assert r.returncode != 0 and "UNAUTHENTICATED" in (r.stdout + r.stderr).upper()
+
+
+def test_adbc_and_pyarrow_with_api_key(tls_server, certs):
+    """A service authenticates with an API key sent as its bearer token
+    (docs/security.md, "API keys"): shown once by CREATE API KEY, listed
+    without the key by SHOW API KEYS, refused at the next call once
+    dropped, audited, and never in the node's log."""
+    import adbc_driver_flightsql.dbapi as flightsql
+    from adbc_driver_flightsql import DatabaseOptions
+    admin = adbc_connect(tls_server, certs, "admin", ADMIN_PASSWORD)
+    query(admin, "CREATE TABLE k (id BIGINT NOT NULL, amount DOUBLE, kind VARCHAR, ts TIMESTAMPTZ)")
+    ingest(admin, "k", gen_rows(0, 10))
+    query(admin, "CREATE USER svc WITH PASSWORD 'svc-password-unused'")
+    query(admin, "GRANT SELECT ON TABLE k TO svc")
+    created = query(admin, "CREATE API KEY loader FOR USER svc VALID UNTIL '2099-01-01'")
+    assert created.column_names == ["name", "user", "key", "valid_until"]
+    row = created.to_pylist()[0]
+    key = row["key"]
+    assert row["name"] == "loader" and row["user"] == "svc" and key.startswith("lsk1_")
+    assert row["valid_until"] == "2099-01-01T00:00:00Z"
+
+    with open(certs["ca.pem"]) as f:
+        ca = f.read()
+    svc = flightsql.connect(tls_uri(tls_server), db_kwargs={
+        DatabaseOptions.AUTHORIZATION_HEADER.value: "Bearer " + key,
+        DatabaseOptions.TLS_ROOT_CERTS.value: ca}, autocommit=True)
+    assert query(svc, "SELECT count(*) AS n FROM k").column("n").to_pylist() == [10]
+    with pytest.raises(Exception, match="(?i)permission"):
+        query(svc, "INSERT INTO k VALUES (99, 1.0, 'x', now())")
+    listed = query(admin, "SHOW API KEYS").to_pylist()
+    assert [(r["name"], r["user"]) for r in listed] == [("loader", "svc")]
+    assert all(key not in str(v) for r in listed for v in r.values())
+
+    with open(certs["ca.pem"], "rb") as f:
+        client = fl.FlightClient(tls_uri(tls_server), tls_root_certs=f.read())
+    opts = fl.FlightCallOptions(headers=[(b"authorization", b"Bearer " + key.encode())])
+    assert [fi.descriptor.path for fi in client.list_flights(options=opts)] == [[b"default", b"k"]]
+
+    # Revoked: the service's very next call is refused.
+    query(admin, "DROP API KEY loader")
+    with pytest.raises(Exception, match="(?i)unauthenticated|revoked"):
+        query(svc, "SELECT 1")
+    with pytest.raises(fl.FlightUnauthenticatedError):
+        list(client.list_flights(options=opts))
+    client.close()
+    svc.close()
+
+    events = query(admin, "SELECT kind, \"user\", statement, outcome FROM lakestream.audit "
+                          "WHERE kind = 'api_key' ORDER BY time").to_pylist()
+    assert [(e["statement"], e["outcome"]) for e in events] == [
+        ("CREATE API KEY loader FOR USER svc VALID UNTIL '2099-01-01'", "ok"), ("DROP API KEY loader", "ok")]
+    failed = query(admin, "SELECT outcome FROM lakestream.audit WHERE kind = 'login_failed'").column("outcome").to_pylist()
+    assert any("revoked API key" in o for o in failed)
+    admin.close()
+    with open(tls_server.log_path) as f:
+        assert key not in f.read()
+    with open(os.path.join(tls_server.data_dir, "audit.jsonl")) as f:
+        assert key not in f.read()
