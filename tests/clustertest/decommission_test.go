@@ -69,7 +69,9 @@ func TestDecommission(t *testing.T) {
 		}
 	}
 
-	status, err := exec.Command(h.bin, "cluster", "status", "--addr", h.nodes[third].flight).CombinedOutput()
+	statusCmd := exec.Command(h.bin, append([]string{"cluster", "status", "--addr", h.nodes[third].flight}, h.sec.cliArgs()...)...)
+	statusCmd.Env = h.sec.cliEnv()
+	status, err := statusCmd.CombinedOutput()
 	t.Logf("lakestream cluster status:\n%s", status)
 	if err != nil {
 		t.Fatalf("cluster status: %v", err)

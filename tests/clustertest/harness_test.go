@@ -25,8 +25,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
 	"github.com/lakestream/lakestream/cluster"
@@ -64,7 +62,8 @@ var binary = sync.OnceValues(func() (string, error) {
 // harness is a cluster of node processes sharing one metadata store.
 // Every connection of one node to another's replication service, and of
 // a node to the metadata store, goes through a link of the harness, which
-// can cut it; gossip does not (docs/cluster.md says why).
+// can cut it; gossip does not (docs/cluster.md says why). The nodes run
+// with authentication on and mutual TLS between them (security_test.go).
 type harness struct {
 	t     *testing.T
 	bin   string
@@ -78,6 +77,7 @@ type harness struct {
 	// metadata store (and the shared catalog in the same database).
 	repl     map[[2]string]*link
 	metaLink map[string]*link
+	sec      *security // security_test.go: --auth on, mutual TLS between the nodes
 	// args, when set, adds flags to every node's serve command.
 	args func(h *harness, id string) []string
 }
@@ -119,7 +119,7 @@ func newHarnessWith(t *testing.T, opts []harnessOption, ids ...string) *harness 
 	}
 	t.Cleanup(func() { store.Close() })
 	h := &harness{t: t, bin: bin, meta: uri, store: store, nodes: map[string]*proc{},
-		repl: map[[2]string]*link{}, metaLink: map[string]*link{}}
+		repl: map[[2]string]*link{}, metaLink: map[string]*link{}, sec: newSecurity(t)}
 	for _, o := range opts {
 		o(h)
 	}
@@ -186,6 +186,7 @@ func (h *harness) start(id string) {
 	args := []string{"serve", "--data-dir", p.dir, "--listen", p.flight, "--http", "off",
 		"--node-id", id, "--gossip", p.gossip, "--gossip-timing", "local", "--meta", metaURL.String(), "--log-level", "info",
 		"--fault-dial", strings.Join(dials, ","), "--fault-disk", p.disk}
+	args = append(args, h.sec.nodeArgs(h.t, id)...)
 	if len(h.running()) > 0 {
 		args = append(args, "--join", strings.Join(join, ","))
 	}
@@ -198,6 +199,7 @@ func (h *harness) start(id string) {
 	}
 	cmd := exec.Command(h.bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = h.sec.env()
 	// The nodes die with the test, also when it is killed.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -209,7 +211,7 @@ func (h *harness) start(id string) {
 	p.cmd, p.exited, p.paused = cmd, exited, false
 	h.mu.Unlock()
 	if p.cl == nil {
-		cl, err := flightsql.NewClient(p.flight, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		cl, err := flightsql.NewClient(p.flight, nil, nil, h.sec.dialOptions()...)
 		if err != nil {
 			h.t.Fatal(err)
 		}
