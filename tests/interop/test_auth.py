@@ -212,3 +212,31 @@ def test_adbc_and_pyarrow_with_api_key(tls_server, certs):
         assert key not in f.read()
     with open(os.path.join(tls_server.data_dir, "audit.jsonl")) as f:
         assert key not in f.read()
+
+
+def test_jdbc_with_api_key(tls_server, certs, smoke_classpath, tmp_path):
+    """The JDBC driver sends an API key given as token=… as its bearer token."""
+    if shutil.which("keytool") is None:
+        pytest.skip("the JDBC TLS test needs keytool (a JDK) to make a trust store")
+    store = str(tmp_path / "trust.jks")
+    r = subprocess.run(["keytool", "-importcert", "-noprompt", "-alias", "lakestream-test-ca", "-file", certs["ca.pem"],
+                        "-keystore", store, "-storepass", "changeit"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    admin = adbc_connect(tls_server, certs, "admin", ADMIN_PASSWORD)
+    query(admin, "CREATE TABLE events (id BIGINT NOT NULL, amount DOUBLE, kind VARCHAR, ts TIMESTAMPTZ) "
+                 "WITH ('bucket.num'='4', 'bucket.key'='id', 'datalake.enabled'='false')")
+    data = gen_rows(0, ROWS)
+    ingest(admin, "events", data)
+    query(admin, "CREATE USER jdbc_svc WITH PASSWORD 'jdbc-svc-password'")
+    query(admin, "GRANT SELECT ON TABLE events TO jdbc_svc")
+    query(admin, "GRANT CREATE ON DATABASE default TO jdbc_svc")  # the smoke creates a table
+    key = query(admin, "CREATE API KEY jdbc FOR USER jdbc_svc").to_pylist()[0]["key"]
+    url = (f"jdbc:arrow-flight-sql://localhost:{tls_server.port}?useEncryption=true&useSystemTrustStore=false"
+           f"&trustStore={store}&trustStorePassword=changeit&token={key}")
+    r = run_smoke(smoke_classpath, url, "events")
+    assert r.returncode == 0, f"Smoke failed:\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}"
+    check_smoke_output(r.stdout, data)
+    query(admin, "DROP API KEY jdbc")
+    admin.close()
+    r = run_smoke(smoke_classpath, url, "events")
+    assert r.returncode != 0 and "UNAUTHENTICATED" in (r.stdout + r.stderr).upper()
