@@ -19,15 +19,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/lakestream/lakestream/auth"
 	"github.com/lakestream/lakestream/cluster"
+	"github.com/lakestream/lakestream/internal/pgtest"
 )
 
 // issueNode returns the certificate (PEM) of node id, signed by the CA,
@@ -81,12 +84,21 @@ type secureCluster struct {
 const clusterAdminPassword = "cluster-admin-password"
 
 func newSecureCluster(t *testing.T, ids ...string) *secureCluster {
+	return newSecureClusterOn(t, "", ids...)
+}
+
+// newSecureClusterOn starts the nodes on the metadata store metaURI ("":
+// a SQLite file of the test's).
+func newSecureClusterOn(t *testing.T, metaURI string, ids ...string) *secureCluster {
 	dir := t.TempDir()
 	sc := &secureCluster{ca: newTestCA(t, "cluster CA"), caFile: filepath.Join(dir, "ca.pem"), dir: dir}
 	if err := os.WriteFile(sc.caFile, sc.ca.pem, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c := &testCluster{t: t, meta: "sqlite://" + filepath.Join(dir, "meta.db"), nodes: map[string]*clusterNode{}}
+	if metaURI == "" {
+		metaURI = "sqlite://" + filepath.Join(dir, "meta.db")
+	}
+	c := &testCluster{t: t, meta: metaURI, nodes: map[string]*clusterNode{}}
 	c.tweak = func(id string, cfg *Config) {
 		cfg.Security = SecurityConfig{Auth: AuthOn, AdminPassword: clusterAdminPassword, hash: cheapHash}
 		cfg.Cluster.TLSCert, cfg.Cluster.TLSKey = sc.ca.nodeFiles(t, dir, id)
@@ -245,4 +257,40 @@ func TestClusterTLSConfig(t *testing.T) {
 	if _, err := Start(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), `names node "n2"`) {
 		t.Errorf("start with n2's certificate as n1: %v", err)
 	}
+}
+
+// With the catalog shared in PostgreSQL, an API key created on one node
+// authenticates on every node, and once dropped on one node it is refused
+// by the others at their next poll of the catalog.
+func TestClusterAPIKeyRevokedEverywhere(t *testing.T) {
+	pg := pgtest.ForTest(t, pgtest.Options{})
+	uri, err := pg.CreateDatabase(context.Background(), "keys")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := newSecureClusterOn(t, uri, "n1", "n2")
+	cl, ctx := sc.admin("n1")
+	info, err := cl.Execute(ctx, "CREATE API KEY svc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdr, err := cl.DoGet(ctx, info.Endpoint[0].Ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rdr.Next() {
+		t.Fatal("CREATE API KEY returned no row")
+	}
+	key := rdr.RecordBatch().Column(2).(*array.String).Value(0)
+	rdr.Release()
+
+	other := tlsClient(t, sc.nodes["n2"].n.Addr(), sc.ca.pem, nil)
+	withKey := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+key)
+	waitUntil(t, func() bool { _, err := query(withKey, other, "SELECT 1"); return err == nil })
+	if _, err := cl.Execute(ctx, "DROP API KEY svc"); err != nil {
+		t.Fatal(err)
+	}
+	dropped := time.Now()
+	waitUntil(t, func() bool { _, err := query(withKey, other, "SELECT 1"); return status.Code(err) == codes.Unauthenticated })
+	t.Logf("the key dropped on n1 was refused by n2 %s later", time.Since(dropped).Round(time.Millisecond))
 }
