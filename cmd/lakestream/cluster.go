@@ -134,11 +134,9 @@ func (q *querier) rows(ctx context.Context, addr, sql string) ([][]string, error
 		}
 		q.clients[addr] = cl
 	}
-	if q.cf.user != "" {
-		var err error
-		if ctx, err = cl.Client.AuthenticateBasicToken(ctx, q.cf.user, q.cf.password); err != nil {
-			return nil, fmt.Errorf("log in to %s as %s: %w", addr, q.cf.user, err)
-		}
+	ctx, err := q.cf.authenticate(ctx, cl)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", addr, err)
 	}
 	info, err := cl.Execute(ctx, sql)
 	if err != nil {

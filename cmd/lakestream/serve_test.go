@@ -67,13 +67,15 @@ func TestConfigClusterFlags(t *testing.T) {
 	env := map[string]string{"LAKESTREAM_RACK": "r2"}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	cfg, err := loadConfig([]string{"--node-id", "n1", "--gossip", "127.0.0.1:7946", "--join", "127.0.0.1:7947, 127.0.0.1:7948",
-		"--advertise", "10.0.0.1:31337", "--gossip-timing", "local", "--follower-reads"}, lookup)
+		"--advertise", "10.0.0.1:31337", "--gossip-timing", "local", "--follower-reads",
+		"--cluster-tls-cert", "n1.pem", "--cluster-tls-key", "n1.key", "--cluster-tls-ca", "ca.pem"}, lookup)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := cfg.Cluster
 	if c.NodeID != "n1" || c.Gossip != "127.0.0.1:7946" || len(c.Join) != 2 || c.Join[1] != "127.0.0.1:7948" ||
-		c.Advertise != "10.0.0.1:31337" || c.Rack != "r2" || c.GossipTiming != "local" || !c.FollowerReads {
+		c.Advertise != "10.0.0.1:31337" || c.Rack != "r2" || c.GossipTiming != "local" || !c.FollowerReads ||
+		c.TLSCert != "n1.pem" || c.TLSKey != "n1.key" || c.TLSCA != "ca.pem" {
 		t.Fatalf("cluster config %+v", c)
 	}
 	if cfg, err = loadConfig(nil, func(string) (string, bool) { return "", false }); err != nil || cfg.Cluster.Gossip != "" {

@@ -49,10 +49,8 @@ func runSQL(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer cl.Close()
-	if cf.user != "" {
-		if ctx, err = cl.Client.AuthenticateBasicToken(ctx, cf.user, cf.password); err != nil {
-			return fmt.Errorf("sql: log in as %s: %w", cf.user, err)
-		}
+	if ctx, err = cf.authenticate(ctx, cl); err != nil {
+		return fmt.Errorf("sql: %w", err)
 	}
 	info, err := cl.Execute(ctx, pos[0])
 	if err != nil {

@@ -51,7 +51,7 @@ func runStatus(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
-	if b := cf.basic(); b != "" {
+	if b := cf.authorization(); b != "" {
 		req.Header.Set("Authorization", b)
 	}
 	resp, err := client.Do(req)

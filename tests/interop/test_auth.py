@@ -187,6 +187,13 @@ def test_adbc_and_pyarrow_with_api_key(tls_server, certs):
     assert [(r["name"], r["user"]) for r in listed] == [("loader", "svc")]
     assert all(key not in str(v) for r in listed for v in r.values())
 
+    # The command line sends $LAKESTREAM_API_KEY.
+    from conftest import BIN
+    cli = subprocess.run([BIN, "sql", "--addr", f"localhost:{tls_server.port}", "--tls-ca", certs["ca.pem"], "--format", "csv",
+                          "SELECT count(*) AS n FROM k"], capture_output=True, text=True,
+                         env={**os.environ, "LAKESTREAM_API_KEY": key})
+    assert cli.returncode == 0 and cli.stdout.split() == ["n", "10"], cli.stdout + cli.stderr
+
     with open(certs["ca.pem"], "rb") as f:
         client = fl.FlightClient(tls_uri(tls_server), tls_root_certs=f.read())
     opts = fl.FlightCallOptions(headers=[(b"authorization", b"Bearer " + key.encode())])
