@@ -291,6 +291,9 @@ func TestClusterAPIKeyRevokedEverywhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	dropped := time.Now()
-	waitUntil(t, func() bool { _, err := query(withKey, other, "SELECT 1"); return status.Code(err) == codes.Unauthenticated })
+	waitUntil(t, func() bool {
+		_, err := query(withKey, other, "SELECT 1")
+		return status.Code(err) == codes.Unauthenticated
+	})
 	t.Logf("the key dropped on n1 was refused by n2 %s later", time.Since(dropped).Round(time.Millisecond))
 }

@@ -34,7 +34,9 @@ func TestClientFlagsAPIKey(t *testing.T) {
 	if err := fs.Parse(nil); err != nil {
 		t.Fatal(err)
 	}
-	env := func(k string) (string, bool) { return map[string]string{"LAKESTREAM_API_KEY": "lsk1_k"}[k], k == "LAKESTREAM_API_KEY" }
+	env := func(k string) (string, bool) {
+		return map[string]string{"LAKESTREAM_API_KEY": "lsk1_k"}[k], k == "LAKESTREAM_API_KEY"
+	}
 	if err := cf.load(env); err != nil {
 		t.Fatal(err)
 	}
