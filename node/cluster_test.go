@@ -60,12 +60,13 @@ func TestClusterConfigValidate(t *testing.T) {
 	if err := cfg.Validate(); err != nil && strings.Contains(err.Error(), "needs a shared key") {
 		t.Errorf("--insecure: %v", err)
 	}
-	// Replication does not authenticate yet: a cluster node refuses to
-	// start with authentication on, and with a lake of its own.
+	// Without node certificates a cluster node refuses to start with
+	// authentication on (clustertls_test.go has the rest); and with a
+	// lake of its own.
 	cfg = Config{Listen: "127.0.0.1:0", HTTP: "off", Cluster: ClusterConfig{NodeID: "a", Gossip: "127.0.0.1:7946"}}
 	cfg.Security.Auth = AuthOn
 	cfg.EnsureDefaults()
-	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "replication between nodes does not authenticate yet") {
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "needs node-to-node TLS") {
 		t.Errorf("cluster with auth on: %v", err)
 	}
 	// A lake the nodes share: a PostgreSQL catalog, an s3:// warehouse and
