@@ -140,8 +140,11 @@ func newHarnessWith(t *testing.T, opts []harnessOption, ids ...string) *harness 
 			}
 		}
 	}
-	for _, id := range ids {
+	for i, id := range ids {
 		h.start(id)
+		if i == 0 {
+			h.sec.useAPIKey(t, h.nodes[id].cl) // security_test.go
+		}
 	}
 	t.Cleanup(func() {
 		// A failed test keeps the nodes' logs (the data directories go),
