@@ -64,6 +64,14 @@ func TestAPIKeys(t *testing.T) {
 		t.Errorf("VALID UNTIL unreadable: %v", err)
 	}
 
+	// Run as an update, CREATE API KEY would lose its key: refused.
+	if ok, err := s.Exec(ctx, admin, &catalog.CreateAPIKey{Name: "lost", User: "alice"}); !ok || !errors.Is(err, catalog.ErrInvalid) {
+		t.Errorf("CREATE API KEY through Exec: %v, %v", ok, err)
+	}
+	if _, ok := cat.APIKey("lost"); ok {
+		t.Error("CREATE API KEY through Exec stored a key")
+	}
+
 	// Who may create and drop.
 	if _, _, err := s.CreateAPIKey(ctx, alice, &catalog.CreateAPIKey{Name: "for-bob", User: "bob"}); !errors.Is(err, ErrPermissionDenied) {
 		t.Errorf("alice creating bob's key: %v", err)
