@@ -45,7 +45,7 @@ func BenchmarkClusterTLSIngest(b *testing.B) {
 		b.Fatal(err)
 	}
 	secure := &testCluster{t: b, meta: "sqlite://" + filepath.Join(dir, "meta.db"), nodes: map[string]*clusterNode{}}
-	secure.configure = func(id string, cfg *Config) {
+	secure.tweak = func(id string, cfg *Config) {
 		cfg.Cluster.TLSCert, cfg.Cluster.TLSKey = ca.nodeFiles(b, dir, id)
 		cfg.Cluster.TLSCA = caFile
 	}
