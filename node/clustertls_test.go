@@ -119,7 +119,8 @@ func (sc *secureCluster) admin(id string) (*flightsql.Client, context.Context) {
 	return cl, login(sc.t.(*testing.T), cl, "admin", clusterAdminPassword)
 }
 
-// A cluster with authentication on replicates over mutual TLS; a peer
+// A cluster with authentication on replicates, and forwards writes, over
+// mutual TLS; a peer
 // without a certificate of the cluster CA, and a client with a
 // superuser's bearer token, are refused on the node-to-node service; a
 // node fetches only as itself.
@@ -141,17 +142,24 @@ func TestClusterMutualTLS(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, id := range b.Replicas {
-		cl, ctx := sc.admin(id)
-		waitUntil(t, func() bool { n, err := query(ctx, cl, "SELECT count(*) FROM t"); return err == nil && n == 50 })
-	}
-	sc.sameBytes(b.Replicas)
-
-	addr := sc.nodes[b.Leader].n.Addr()
 	follower := b.Replicas[0]
 	if follower == b.Leader {
 		follower = b.Replicas[1]
 	}
+	// A write sent to a follower is forwarded to the leader, over the
+	// same mutual TLS, as the follower node.
+	fcl, fctx := sc.admin(follower)
+	waitUntil(t, func() bool {
+		_, err := fcl.ExecuteUpdate(fctx, "INSERT INTO t SELECT range + 1000, 'f' FROM range(10)")
+		return err == nil
+	})
+	for _, id := range b.Replicas {
+		cl, ctx := sc.admin(id)
+		waitUntil(t, func() bool { n, err := query(ctx, cl, "SELECT count(*) FROM t"); return err == nil && n == 60 })
+	}
+	sc.sameBytes(b.Replicas)
+
+	addr := sc.nodes[b.Leader].n.Addr()
 	fetch := cluster.FetchRequest{BucketRef: cluster.BucketRef{TableID: 1}, Epoch: b.Epoch, Offset: 0, MaxBytes: 1 << 20, Follower: follower}
 	transport := func(cert, key, ca string) *cluster.GRPCTransport {
 		t.Helper()
