@@ -159,6 +159,24 @@ func TestClusterMutualTLS(t *testing.T) {
 	}
 	sc.sameBytes(b.Replicas)
 
+	// A table of one replica a bucket: each node reads the buckets it
+	// does not hold from the nodes that do (remote scans), over the same
+	// mutual TLS.
+	for _, id := range []string{"n1", "n2", "n3"} {
+		cl, ctx := sc.admin(id)
+		if _, err := cl.ExecuteUpdate(ctx, "CREATE TABLE spread (id BIGINT) WITH ('bucket.num' = '3', 'bucket.replicas' = '1', 'bucket.key' = 'id')"); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+	}
+	waitUntil(t, func() bool {
+		_, err := fcl.ExecuteUpdate(fctx, "INSERT INTO spread SELECT range FROM range(30)")
+		return err == nil
+	})
+	for _, id := range []string{"n1", "n2", "n3"} {
+		cl, ctx := sc.admin(id)
+		waitUntil(t, func() bool { n, err := query(ctx, cl, "SELECT count(*) FROM spread"); return err == nil && n == 30 })
+	}
+
 	addr := sc.nodes[b.Leader].n.Addr()
 	fetch := cluster.FetchRequest{BucketRef: cluster.BucketRef{TableID: 1}, Epoch: b.Epoch, Offset: 0, MaxBytes: 1 << 20, Follower: follower}
 	transport := func(cert, key, ca string) *cluster.GRPCTransport {
