@@ -54,6 +54,24 @@ def start_node(binary, data, port):
     raise RuntimeError("node did not listen in 60 s")
 
 
+def spark_session(app, memory):
+    """A local[2] SparkSession on loopback, in UTC, without the UI, with the
+    lakestream data source registered; its Python workers run this
+    interpreter, so they import the lakestream package of this venv."""
+    from pyspark.sql import SparkSession
+    from lakestream.spark import LakestreamDataSource
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    spark = (SparkSession.builder.master("local[2]").appName(app)
+             .config("spark.driver.memory", memory).config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.pyspark.python", sys.executable).config("spark.driver.host", "127.0.0.1")
+             .config("spark.driver.bindAddress", "127.0.0.1").config("spark.sql.shuffle.partitions", "2")
+             .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.dataSource.register(LakestreamDataSource)
+    return spark
+
+
 def timed(fn, runs):
     fn()  # warm-up: JIT, Python workers, the node's read cache
     best = float("inf")
@@ -72,8 +90,6 @@ def main():
     args = ap.parse_args()
 
     import adbc_driver_flightsql.dbapi as flightsql
-    from pyspark.sql import SparkSession
-    from lakestream.spark import LakestreamDataSource
 
     with tempfile.TemporaryDirectory() as tmp:
         port = free_port()
@@ -90,14 +106,7 @@ def main():
                     t = rows(start, min(chunk, args.rows - start))
                     cur.adbc_ingest("bench", t, mode="append")
                     pq.write_table(t, os.path.join(pdir, f"part-{i:04d}.parquet"), compression="zstd")
-            os.environ["PYSPARK_PYTHON"] = sys.executable  # the workers import lakestream from this venv
-            spark = (SparkSession.builder.master("local[2]").appName("lakestream-bench")
-                     .config("spark.driver.memory", "2g").config("spark.ui.enabled", "false")
-                     .config("spark.pyspark.python", sys.executable).config("spark.driver.host", "127.0.0.1")
-                     .config("spark.driver.bindAddress", "127.0.0.1")
-                     .config("spark.sql.session.timeZone", "UTC").getOrCreate())
-            spark.sparkContext.setLogLevel("ERROR")
-            spark.dataSource.register(LakestreamDataSource)
+            spark = spark_session("lakestream-bench", "2g")
             parquet = timed(lambda: spark.read.parquet(pdir).write.format("noop").mode("overwrite").save(), args.runs)
             source = timed(lambda: spark.read.format("lakestream").option("uri", uri).load("bench")
                            .write.format("noop").mode("overwrite").save(), args.runs)

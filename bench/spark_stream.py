@@ -15,7 +15,6 @@ count.
     .venv/bin/python bench/spark_stream.py --seconds 30"""
 import argparse
 import os
-import sys
 import tempfile
 import threading
 import time
@@ -23,7 +22,7 @@ import time
 import numpy as np
 import pyarrow as pa
 
-from spark_source import free_port, start_node
+from spark_source import free_port, spark_session, start_node
 
 
 def main():
@@ -35,8 +34,6 @@ def main():
     args = ap.parse_args()
 
     import adbc_driver_flightsql.dbapi as flightsql
-    from pyspark.sql import SparkSession
-    from lakestream.spark import LakestreamDataSource
 
     with tempfile.TemporaryDirectory() as tmp:
         port = free_port()
@@ -47,15 +44,7 @@ def main():
             with flightsql.connect(uri, autocommit=True) as conn, conn.cursor() as cur:
                 cur.execute("CREATE TABLE lat (id BIGINT NOT NULL, sent_us BIGINT NOT NULL) "
                             "WITH ('bucket.num' = '2', 'bucket.key' = 'id')")
-            os.environ["PYSPARK_PYTHON"] = sys.executable  # the workers import lakestream from this venv
-            spark = (SparkSession.builder.master("local[2]").appName("lakestream-stream-bench")
-                     .config("spark.driver.memory", "1g").config("spark.ui.enabled", "false")
-                     .config("spark.ui.showConsoleProgress", "false")
-                     .config("spark.pyspark.python", sys.executable).config("spark.driver.host", "127.0.0.1")
-                     .config("spark.driver.bindAddress", "127.0.0.1").config("spark.sql.shuffle.partitions", "2")
-                     .config("spark.sql.session.timeZone", "UTC").getOrCreate())
-            spark.sparkContext.setLogLevel("ERROR")
-            spark.dataSource.register(LakestreamDataSource)
+            spark = spark_session("lakestream-stream-bench", "1g")
 
             def sink(df, _batch_id):
                 sent = df.select("sent_us").toArrow().column("sent_us").to_numpy()

@@ -185,11 +185,7 @@ func codecOf(c catalog.Compression) arrowmsg.Codec {
 // its columns. The batch is built in place: header, statistics, then the
 // Arrow message appended after them, with no copy of the message.
 func encodeBatch(rec arrow.RecordBatch, schemaID int32, w Writer, codec arrowmsg.Codec, mem memory.Allocator) (columnarlog.Batch, error) {
-	if rec.NumRows() > 1<<31-1 {
-		return nil, fmt.Errorf("%d rows in one record, over the 2^31-1 limit", rec.NumRows())
-	}
-	buf, start := columnarlog.StartBatch(nil)
-	buf, err := columnarlog.AppendStatsSection(buf, computeStats(rec))
+	buf, start, err := startBatch(rec)
 	if err != nil {
 		return nil, err
 	}
@@ -197,24 +193,13 @@ func encodeBatch(rec arrow.RecordBatch, schemaID int32, w Writer, codec arrowmsg
 	if err != nil {
 		return nil, err
 	}
-	return columnarlog.FinishBatch(buf[start:], columnarlog.Header{
-		Codec:       columnarlog.Codec(codec),
-		Stats:       true,
-		SchemaID:    schemaID,
-		WriterID:    w.ID,
-		WriterSeq:   w.Seq,
-		RecordCount: int32(rec.NumRows()),
-	})
+	return finishBatch(buf[start:], rec, codec, schemaID, w)
 }
 
 // storeSent builds a log batch of rec, decoded from sent, that stores
 // sent's message bytes as they are, with rec's statistics.
 func storeSent(rec arrow.RecordBatch, sent Sent, schemaID int32, w Writer) (columnarlog.Batch, error) {
-	if rec.NumRows() > 1<<31-1 {
-		return nil, fmt.Errorf("%d rows in one record, over the 2^31-1 limit", rec.NumRows())
-	}
-	buf, start := columnarlog.StartBatch(nil)
-	buf, err := columnarlog.AppendStatsSection(buf, computeStats(rec))
+	buf, start, err := startBatch(rec)
 	if err != nil {
 		return nil, err
 	}
@@ -225,8 +210,25 @@ func storeSent(rec arrow.RecordBatch, sent Sent, schemaID int32, w Writer) (colu
 	if hdr.Length != rec.NumRows() {
 		return nil, fmt.Errorf("the sent message holds %d rows, its record %d", hdr.Length, rec.NumRows())
 	}
-	return columnarlog.FinishBatch(buf[start:], columnarlog.Header{
-		Codec:       columnarlog.Codec(hdr.Codec),
+	return finishBatch(buf[start:], rec, hdr.Codec, schemaID, w)
+}
+
+// startBatch begins a log batch of rec: room for the header, then the
+// statistics of rec's columns; the Arrow message goes after them.
+func startBatch(rec arrow.RecordBatch) ([]byte, int, error) {
+	if rec.NumRows() > 1<<31-1 {
+		return nil, 0, fmt.Errorf("%d rows in one record, over the 2^31-1 limit", rec.NumRows())
+	}
+	buf, start := columnarlog.StartBatch(nil)
+	buf, err := columnarlog.AppendStatsSection(buf, computeStats(rec))
+	return buf, start, err
+}
+
+// finishBatch writes the header of a batch startBatch began, whose message
+// is compressed with codec.
+func finishBatch(b []byte, rec arrow.RecordBatch, codec arrowmsg.Codec, schemaID int32, w Writer) (columnarlog.Batch, error) {
+	return columnarlog.FinishBatch(b, columnarlog.Header{
+		Codec:       columnarlog.Codec(codec),
 		Stats:       true,
 		SchemaID:    schemaID,
 		WriterID:    w.ID,
