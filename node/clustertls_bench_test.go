@@ -2,16 +2,11 @@ package node
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lakestream/lakestream/cluster"
 )
@@ -25,15 +20,6 @@ import (
 //
 //	go test -run '^$' -bench ClusterTLSIngest -benchtime 3x ./node/
 func BenchmarkClusterTLSIngest(b *testing.B) {
-	const rows, calls = 10_000, 20
-	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "v", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
-	bld := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-	for i := range rows {
-		bld.Field(0).(*array.Int64Builder).Append(int64(i))
-		bld.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("value %d", i))
-	}
-	rec := bld.NewRecordBatch()
-	defer rec.Release()
 	const create = "CREATE TABLE t (id BIGINT, v VARCHAR) WITH ('bucket.num' = '1', 'bucket.replicas' = '3', 'min.insync.replicas' = '2')"
 
 	plain := newTestCluster(b, "n1", "n2", "n3")
@@ -68,28 +54,5 @@ func BenchmarkClusterTLSIngest(b *testing.B) {
 	plainCl := client(b, leaderOf(plain).Addr())
 	tlsCl := tlsClient(b, leaderOf(secure).Addr(), ca.pem, nil)
 
-	ingest := func(cl *flightsql.Client) time.Duration {
-		began := time.Now()
-		for range calls {
-			rdr, _ := array.NewRecordReader(schema, []arrow.RecordBatch{rec})
-			_, err := cl.ExecuteIngest(context.Background(), rdr, &flightsql.ExecuteIngestOpts{Table: "t", TableDefinitionOptions: &flightsql.TableDefinitionOptions{
-				IfNotExist: flightsql.TableDefinitionOptionsTableNotExistOptionFail, IfExists: flightsql.TableDefinitionOptionsTableExistsOptionAppend}})
-			rdr.Release()
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-		return time.Since(began)
-	}
-	var clear, mtls time.Duration
-	b.ResetTimer()
-	for range b.N {
-		clear += ingest(plainCl)
-		mtls += ingest(tlsCl)
-	}
-	b.StopTimer()
-	total := float64(b.N * calls * rows)
-	b.ReportMetric(total/clear.Seconds(), "plaintext-rows/s")
-	b.ReportMetric(total/mtls.Seconds(), "mtls-rows/s")
-	b.ReportMetric(clear.Seconds()/mtls.Seconds(), "mtls/plaintext")
+	ingestTurns(b, [2]string{"plaintext-rows/s", "mtls-rows/s"}, "mtls/plaintext", [2]*flightsql.Client{plainCl, tlsCl})
 }

@@ -20,6 +20,16 @@ import (
 // and their ratio (docs/benchmarks.md). The cluster's three nodes share
 // the machine's cores, which a cluster of machines does not.
 func BenchmarkReplicatedIngest(b *testing.B) {
+	const create = "CREATE TABLE t (id BIGINT, v VARCHAR) WITH ('bucket.num' = '1', 'bucket.replicas' = '3', 'min.insync.replicas' = '2')"
+	single, leader, _ := singleAndCluster(b, create)
+	ingestTurns(b, [2]string{"single-rows/s", "replicated-rows/s"}, "replicated/single",
+		[2]*flightsql.Client{client(b, single.Addr()), client(b, leader.Addr())})
+}
+
+// ingestTurns ingests the same calls×rows into table t through each client
+// in turns, b.N times, and reports each one's rows per second (named by
+// names) and the ratio of the first's time to the second's (ratio).
+func ingestTurns(b *testing.B, names [2]string, ratio string, cls [2]*flightsql.Client) {
 	const rows, calls = 10_000, 20
 	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "v", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
 	bld := array.NewRecordBuilder(memory.DefaultAllocator, schema)
@@ -28,11 +38,8 @@ func BenchmarkReplicatedIngest(b *testing.B) {
 		bld.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("value %d", i))
 	}
 	rec := bld.NewRecordBatch()
+	bld.Release()
 	defer rec.Release()
-	const create = "CREATE TABLE t (id BIGINT, v VARCHAR) WITH ('bucket.num' = '1', 'bucket.replicas' = '3', 'min.insync.replicas' = '2')"
-
-	single, leader, _ := singleAndCluster(b, create)
-
 	ingest := func(cl *flightsql.Client) time.Duration {
 		began := time.Now()
 		for range calls {
@@ -46,18 +53,17 @@ func BenchmarkReplicatedIngest(b *testing.B) {
 		}
 		return time.Since(began)
 	}
-	singleCl, leaderCl := client(b, single.Addr()), client(b, leader.Addr())
-	var one, three time.Duration
+	var took [2]time.Duration
 	b.ResetTimer()
 	for range b.N {
-		one += ingest(singleCl)
-		three += ingest(leaderCl)
+		took[0] += ingest(cls[0])
+		took[1] += ingest(cls[1])
 	}
 	b.StopTimer()
 	total := float64(b.N * calls * rows)
-	b.ReportMetric(total/one.Seconds(), "single-rows/s")
-	b.ReportMetric(total/three.Seconds(), "replicated-rows/s")
-	b.ReportMetric(one.Seconds()/three.Seconds(), "replicated/single")
+	b.ReportMetric(total/took[0].Seconds(), names[0])
+	b.ReportMetric(total/took[1].Seconds(), names[1])
+	b.ReportMetric(took[0].Seconds()/took[1].Seconds(), ratio)
 }
 
 // singleAndCluster starts a single node and a three-node cluster in this
