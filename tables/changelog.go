@@ -2,6 +2,7 @@ package tables
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -150,4 +151,10 @@ func changelogColumn(which int, at rowsAt, rows int, mem memory.Allocator) (arro
 		tb.UnsafeAppend(arrow.Timestamp(ts))
 	}
 	return tb.NewArray(), nil
+}
+
+// ParseChangeType is the change type named by a _change_type value.
+func ParseChangeType(name string) (columnarlog.ChangeType, bool) {
+	i := slices.Index(changeTypeNames[:], name)
+	return columnarlog.ChangeType(i), i >= 0
 }

@@ -710,3 +710,22 @@ func bucketMayMatch(schema *arrow.Schema, filters []scan.Filter, b int) bool {
 	}
 	return true
 }
+
+// RemoteBuckets lists the buckets of the table that this node reads from
+// other nodes (ReadRemoteBucket): it holds no in-sync replica of them.
+// None outside a cluster.
+func (t *Table) RemoteBuckets(ctx context.Context) ([]int, error) {
+	rem := t.store.cfg.Remote
+	if rem == nil {
+		return nil, nil
+	}
+	rbs, err := rem.RemoteBuckets(ctx, t.Def().ID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int, len(rbs))
+	for i, rb := range rbs {
+		out[i] = rb.Bucket
+	}
+	return out, nil
+}

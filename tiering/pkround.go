@@ -67,7 +67,7 @@ func (s *Service) tryPKRound(ctx context.Context, lt *lakeTable, st *lakeState) 
 	if err != nil {
 		return res, fmt.Errorf("tier %s: %w", def.FullName(), err)
 	}
-	files, err := s.writeRound(ctx, t, w, st.offsets, ends, res.To, &res.Rows)
+	files, err := s.writeRound(ctx, t, w, nil, st.offsets, ends, &res)
 	if err != nil {
 		if !errors.Is(err, errFault) {
 			w.abort()

@@ -155,10 +155,19 @@ func (s *Service) tryRound(ctx context.Context, lt *lakeTable) (RoundResult, err
 	if st.pk != nil {
 		return s.tryPKRound(ctx, lt, st)
 	}
+	remote, err := s.remoteBuckets(ctx, t) // remote.go
+	if err != nil {
+		return RoundResult{}, fmt.Errorf("tier %s: %w", def.FullName(), err)
+	}
 	ends := slices.Clone(t.Log().CommittedEnds())
 	res := RoundResult{From: st.offsets, To: append([]int64(nil), st.offsets...)}
 	var backlog int64
 	for b, end := range ends {
+		if remote != nil && remote[b] {
+			// Its end is the serving node's, known once read.
+			ends[b] = st.offsets[b]
+			continue
+		}
 		if end < st.offsets[b] {
 			if s.cfg.Leases == nil {
 				return res, fmt.Errorf("table %s bucket %d: the lake is tiered to offset %d but the log ends at %d: the log lost acknowledged rows", def.FullName(), b, st.offsets[b], end)
@@ -169,13 +178,17 @@ func (s *Service) tryRound(ctx context.Context, lt *lakeTable) (RoundResult, err
 		}
 		backlog += ends[b] - st.offsets[b]
 	}
-	if backlog == 0 {
+	if backlog == 0 && remote == nil {
 		return res, nil
 	}
 	// Bound the round: each bucket gets its share of MaxRoundRows.
 	perBucket := max(1, s.cfg.MaxRoundRows/int64(len(ends)))
 	limits := make([]int64, len(ends))
 	for b, end := range ends {
+		if remote != nil && remote[b] {
+			limits[b] = st.offsets[b] + perBucket
+			continue
+		}
 		limits[b] = min(end, st.offsets[b]+perBucket)
 		if limits[b] < end {
 			res.Truncated = true
@@ -185,7 +198,7 @@ func (s *Service) tryRound(ctx context.Context, lt *lakeTable) (RoundResult, err
 	if err != nil {
 		return res, fmt.Errorf("tier %s: %w", def.FullName(), err)
 	}
-	files, err := s.writeRound(ctx, t, w, st.offsets, limits, res.To, &res.Rows)
+	files, err := s.writeRound(ctx, t, w, remote, st.offsets, limits, &res)
 	if err != nil {
 		if !errors.Is(err, errFault) {
 			w.abort()
@@ -281,15 +294,30 @@ func asConflict(err error) error {
 }
 
 // writeRound writes every bucket b's offsets [from[b], limit[b]) to w,
-// whole batches only, and records in to[b] the offset after the last batch
-// written and in rows their number. It returns the data files written.
-func (s *Service) writeRound(ctx context.Context, t *tables.Table, w *lakeWriter, from, limits, to []int64, rows *int64) ([]iceberg.DataFile, error) {
+// whole batches only, and records in res.To[b] the offset after the last
+// batch written and in res.Rows their number. The buckets marked remote
+// are read from other nodes (writeRemote), up to their high watermark
+// there; one that reaches its limit marks the round Truncated. It returns
+// the data files written.
+func (s *Service) writeRound(ctx context.Context, t *tables.Table, w *lakeWriter, remote []bool, from, limits []int64, res *RoundResult) ([]iceberg.DataFile, error) {
+	to, rows := res.To, &res.Rows
 	cols := make([]int, t.Schema().NumFields())
 	for i := range cols {
 		cols[i] = i
 	}
 	for b := range from {
 		if limits[b] <= from[b] {
+			continue
+		}
+		if remote != nil && remote[b] {
+			end, err := s.writeRemote(ctx, t, w, b, from[b], limits[b], rows)
+			if err != nil {
+				return nil, err
+			}
+			to[b] = end
+			if end >= limits[b] {
+				res.Truncated = true
+			}
 			continue
 		}
 		r := tables.Range{Bucket: b, From: from[b], To: limits[b]}
