@@ -164,7 +164,7 @@ func (n *Node) open(ctx context.Context) error {
 	tc := cfg.tieringConfig(reloc)
 	tc.OnRound = n.mon.round
 	if n.repl != nil && cfg.sharedLake() {
-		tc.Leases = committerLeases{n.repl} // tierlease.go
+		tc.Leases = newCommitterLeases(n.repl, store) // tierlease.go
 	}
 	if n.lake, err = tiering.New(ctx, n.ice, store, tc); err != nil {
 		return err

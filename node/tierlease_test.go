@@ -7,34 +7,51 @@ import (
 	"github.com/lakestream/lakestream/cluster/meta"
 )
 
-// The lake committer lease goes only to a node holding a replica of
-// every bucket, in sync and not draining; once held, a replica of each
-// keeps it while the node does not drain.
+// The lake committer lease of a log table goes to a node in every
+// bucket's in-sync set, or else to the eligible node in the most of them;
+// a primary-key table's only to a node in every one, and a replica of
+// each keeps it; a draining node neither takes nor keeps one.
 func TestMayCommit(t *testing.T) {
 	b := func(replicas, isr []string) meta.Bucket { return meta.Bucket{Replicas: replicas, ISR: isr} }
 	all := []string{"n1", "n2", "n3"}
+	n23 := []string{"n2", "n3"}
+	n1 := []string{"n1"}
+	n2 := []string{"n2"}
+	live := func(string) bool { return true }
+	dead := func(id string) bool { return id == "n1" }
 	for _, tt := range []struct {
-		name           string
-		buckets        []meta.Bucket
-		held, draining bool
-		want           bool
+		name               string
+		buckets            []meta.Bucket
+		held, draining, pk bool
+		eligible           func(string) bool
+		want               bool
 	}{
-		{"every bucket in sync", []meta.Bucket{b(all, all), b(all, all)}, false, false, true},
-		{"no buckets placed", nil, false, false, false},
-		{"a bucket without a replica here", []meta.Bucket{b(all, all), b([]string{"n2", "n3"}, []string{"n2", "n3"})}, false, false, false},
-		{"held, a bucket without a replica here", []meta.Bucket{b(all, all), b([]string{"n2", "n3"}, []string{"n2", "n3"})}, true, false, false},
-		{"out of a bucket's in-sync set: not taken", []meta.Bucket{b(all, all), b(all, []string{"n2", "n3"})}, false, false, false},
-		{"out of a bucket's in-sync set: kept", []meta.Bucket{b(all, all), b(all, []string{"n2", "n3"})}, true, false, true},
-		{"draining: not taken", []meta.Bucket{b(all, all)}, false, true, false},
-		{"draining: given up", []meta.Bucket{b(all, all)}, true, true, false},
+		{"every bucket in sync", []meta.Bucket{b(all, all), b(all, all)}, false, false, false, live, true},
+		{"no buckets placed", nil, false, false, false, live, false},
+		{"draining: not taken", []meta.Bucket{b(all, all)}, false, true, false, live, false},
+		{"draining: given up", []meta.Bucket{b(all, all)}, true, true, false, live, false},
+		// Log tables: the committer reads what it lacks from other nodes.
+		{"another node in more in-sync sets", []meta.Bucket{b(all, all), b(n23, n23)}, false, false, false, live, false},
+		{"the most in-sync sets", []meta.Bucket{b(n1, n1), b(n1, n1), b(n2, n2)}, false, false, false, live, true},
+		{"as many as another, a smaller id", []meta.Bucket{b(n1, n1), b(n2, n2)}, false, false, false, live, true},
+		{"the node in more is not eligible", []meta.Bucket{b(all, all), b(n23, n23)}, false, false, false, dead, true},
+		{"held without a replica here", []meta.Bucket{b(n23, n23)}, true, false, false, live, true},
+		{"no replica here, no other eligible", []meta.Bucket{b(n23, n23)}, false, false, false, dead, true},
+		// Primary-key tables: every bucket here.
+		{"pk: a bucket without a replica here", []meta.Bucket{b(all, all), b(n23, n23)}, false, false, true, dead, false},
+		{"pk: held, a bucket without a replica here", []meta.Bucket{b(all, all), b(n23, n23)}, true, false, true, live, false},
+		{"pk: out of a bucket's in-sync set: not taken", []meta.Bucket{b(all, all), b(all, n23)}, false, false, true, dead, false},
+		{"pk: out of a bucket's in-sync set: kept", []meta.Bucket{b(all, all), b(all, n23)}, true, false, true, live, true},
+		{"pk: draining: given up", []meta.Bucket{b(all, all)}, true, true, true, live, false},
 	} {
-		if got := mayCommit(tt.buckets, "n1", tt.held, tt.draining); got != tt.want {
+		if got := mayCommit(tt.buckets, "n1", tt.held, tt.draining, tt.pk, tt.eligible); got != tt.want {
 			t.Errorf("%s: mayCommit = %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }
 
-// Two nodes' committer leases over one metadata store: one holds the
+// Two nodes' committer leases of a primary-key table over one metadata
+// store (a log table's: TestCommitterLeasesLogTable): one holds the
 // table's lease and renews it under its token; the other cannot take it;
 // the holder gives it up once it loses a bucket's replica, and the other
 // takes it under a higher token; a node out of a bucket's in-sync set
@@ -51,7 +68,7 @@ func TestCommitterLeases(t *testing.T) {
 		t.Fatal(err)
 	}
 	node := func(id string) committerLeases {
-		return committerLeases{&replication{self: id, store: store.Handle()}}
+		return committerLeases{r: &replication{self: id, store: store.Handle()}, primaryKey: func(int64) bool { return true }}
 	}
 	n1, n2, n3 := node("n1"), node("n2"), node("n3")
 	l1, ok, err := n1.Acquire(ctx, 7)
@@ -88,5 +105,47 @@ func TestCommitterLeases(t *testing.T) {
 	}
 	if err := n2.Release(ctx, l2); err != nil {
 		t.Fatalf("a second release: %v", err)
+	}
+}
+
+// A log table's committer lease goes to the eligible node in the most
+// in-sync sets, even with no replica of some buckets; another node takes
+// it once that one is no longer eligible and has given it up.
+func TestCommitterLeasesLogTable(t *testing.T) {
+	ctx := context.Background()
+	store := meta.NewMem(meta.Options{})
+	// bucket.replicas = 1 on three nodes: n1 holds two buckets, n2 one.
+	var bs []meta.Bucket
+	for b, id := range []string{"n1", "n1", "n2"} {
+		bs = append(bs, meta.Bucket{Key: meta.BucketKey{TableID: 7, Bucket: int32(b)}, Replicas: []string{id}, Leader: id, ISR: []string{id}})
+	}
+	if err := store.CreateBuckets(ctx, bs); err != nil {
+		t.Fatal(err)
+	}
+	down := map[string]bool{}
+	node := func(id string) committerLeases {
+		return committerLeases{r: &replication{self: id, store: store.Handle()}, eligible: func(id string) bool { return !down[id] }}
+	}
+	n1, n2, n3 := node("n1"), node("n2"), node("n3")
+	for _, n := range []committerLeases{n2, n3} {
+		if _, ok, err := n.Acquire(ctx, 7); err != nil || ok {
+			t.Fatalf("%s, in fewer in-sync sets than n1, takes the lease: %v, %v", n.r.self, ok, err)
+		}
+	}
+	l1, ok, err := n1.Acquire(ctx, 7)
+	if err != nil || !ok {
+		t.Fatalf("n1 takes the free lease: %v, %v", ok, err)
+	}
+	// n1 goes down: its lease ends (released here), n2 takes it.
+	down["n1"] = true
+	if err := n1.Release(ctx, l1); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := n3.Acquire(ctx, 7); err != nil || ok {
+		t.Fatalf("n3 takes the lease before n2: %v, %v", ok, err)
+	}
+	l2, ok, err := n2.Acquire(ctx, 7)
+	if err != nil || !ok || l2.Token <= l1.Token {
+		t.Fatalf("n2 takes the lease: %+v, %v, %v; want a token above %d", l2, ok, err, l1.Token)
 	}
 }

@@ -312,6 +312,12 @@ func (l *loader) checkCounts(t *testing.T) (stop func()) {
 // of the last commit.
 func checkLakeSnapshots(t *testing.T, warehouse, s3, catalogURI string, rows int64) (int, int64) {
 	t.Helper()
+	return checkLakeSnapshotsOf(t, "tt", warehouse, s3, catalogURI, rows)
+}
+
+// checkLakeSnapshotsOf is checkLakeSnapshots of table name.
+func checkLakeSnapshotsOf(t *testing.T, name, warehouse, s3, catalogURI string, rows int64) (int, int64) {
+	t.Helper()
 	ctx := context.Background()
 	cat, err := tiering.OpenCatalog(ctx, tiering.StorageConfig{Catalog: catalogURI, Warehouse: warehouse,
 		S3: tiering.S3Config{Endpoint: s3, Region: "us-east-1", AccessKeyID: "moto-key", SecretAccessKey: "moto-secret", PathStyle: true}})
@@ -321,7 +327,7 @@ func checkLakeSnapshots(t *testing.T, warehouse, s3, catalogURI string, rows int
 	if c, ok := cat.(catalog.Closer); ok {
 		defer c.Close()
 	}
-	tbl, err := cat.LoadTable(ctx, table.Identifier{"default", "tt"})
+	tbl, err := cat.LoadTable(ctx, table.Identifier{"default", name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,4 +429,41 @@ func startMoto(t *testing.T) string {
 		t.Fatalf("create bucket: %s", rsp.Status)
 	}
 	return endpoint
+}
+
+// A table of one replica a bucket on three nodes sharing their lake: no
+// node holds every bucket, and the committer reads the others' buckets
+// from them. Every node's lake ends up holding exactly the rows written,
+// and the lake's snapshots tier every offset once.
+func TestTieringOneReplicaABucket(t *testing.T) {
+	s3 := startMoto(t)
+	const warehouse = "s3://lake/wh"
+	h := newHarnessWith(t, []harnessOption{withArgs(func(h *harness, id string) []string {
+		return []string{"--catalog", h.meta, "--warehouse", warehouse, "--s3-endpoint", s3, "--s3-region", "us-east-1",
+			"--s3-access-key-id", "moto-key", "--s3-secret-access-key", "moto-secret", "--s3-path-style"}
+	})}, "n1", "n2", "n3")
+	h.createTable("one", `CREATE TABLE one (id BIGINT NOT NULL, s VARCHAR) WITH ('bucket.num'='3', 'bucket.replicas'='1',
+		'datalake.freshness'='500ms')`)
+	ctx := context.Background()
+	const rows = 3000
+	for i := range 3 {
+		sql := fmt.Sprintf("INSERT INTO one SELECT range + %d, 'r' FROM range(1000)", i*1000)
+		if _, err := h.nodes[h.order[i]].cl.ExecuteUpdate(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	for _, id := range h.order {
+		cl := h.nodes[id].cl
+		h.waitFor(id+" reads every row in the lake", func() bool {
+			n, err := queryInt(ctx, cl, `SELECT count(*) FROM "one$lake"`)
+			return err == nil && n == rows
+		})
+		for _, q := range []string{"SELECT count(*) FROM one", "SELECT count(DISTINCT id) FROM one", `SELECT count(DISTINCT id) FROM "one$lake"`} {
+			if n, err := queryInt(ctx, cl, q); err != nil || n != rows {
+				t.Errorf("%s on %s: %d, %v; want %d", q, id, n, err, rows)
+			}
+		}
+	}
+	snaps, _ := checkLakeSnapshotsOf(t, "one", warehouse, s3, h.meta, rows)
+	t.Logf("%d rows in the lake in %d snapshots", rows, snaps)
 }
