@@ -34,7 +34,7 @@ import (
 type Leases interface {
 	// Acquire takes or renews this node's committer lease of the table.
 	// ok is false when another node holds it, or when this node may not
-	// (it lacks a replica of one of the table's buckets).
+	// (it drains, or another node is preferred).
 	Acquire(ctx context.Context, tableID int64) (l Lease, ok bool, err error)
 	// Release gives a lease up; one already lost is no error.
 	Release(ctx context.Context, l Lease) error
