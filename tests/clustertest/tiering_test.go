@@ -445,12 +445,39 @@ func TestTieringOneReplicaABucket(t *testing.T) {
 	h.createTable("one", `CREATE TABLE one (id BIGINT NOT NULL, s VARCHAR) WITH ('bucket.num'='3', 'bucket.replicas'='1',
 		'datalake.freshness'='500ms')`)
 	ctx := context.Background()
-	const rows = 3000
-	for i := range 3 {
-		sql := fmt.Sprintf("INSERT INTO one SELECT range + %d, 'r' FROM range(1000)", i*1000)
-		if _, err := h.nodes[h.order[i]].cl.ExecuteUpdate(ctx, sql); err != nil {
-			t.Fatalf("%s: %v", sql, err)
+	tableID, err := queryInt(ctx, h.nodes["n1"].cl, "SELECT min(table_id) FROM lakestream.buckets WHERE table_name = 'default.one'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := map[string]int{}
+	for b := range int32(3) {
+		for _, id := range h.bucket(cluster.BucketRef{TableID: tableID, Bucket: b}).Replicas {
+			held[id]++
 		}
+	}
+	for id, n := range held {
+		if n == 3 {
+			t.Fatalf("%s holds every bucket (%v): no bucket is read from another node", id, held)
+		}
+	}
+	// Two loads, the second once the first is in the lake: the rounds go
+	// on from the offsets the first ones read from the other nodes.
+	const rows = 3000
+	for phase := range 2 {
+		for i := range 3 {
+			sql := fmt.Sprintf("INSERT INTO one SELECT range + %d, 'r' FROM range(500)", phase*1500+i*500)
+			if _, err := h.nodes[h.order[i]].cl.ExecuteUpdate(ctx, sql); err != nil {
+				t.Fatalf("%s: %v", sql, err)
+			}
+		}
+		h.waitFor("the load in the lake", func() bool {
+			n, err := queryInt(ctx, h.nodes["n1"].cl, `SELECT count(*) FROM "one$lake"`)
+			return err == nil && n == int64(phase+1)*1500
+		})
+	}
+	lease, err := h.store.Lease(ctx, "tier/"+strconv.FormatInt(tableID, 10)) // node.CommitterLease
+	if err != nil {
+		t.Fatalf("the committer lease: %v", err)
 	}
 	for _, id := range h.order {
 		cl := h.nodes[id].cl
@@ -465,5 +492,8 @@ func TestTieringOneReplicaABucket(t *testing.T) {
 		}
 	}
 	snaps, _ := checkLakeSnapshotsOf(t, "one", warehouse, s3, h.meta, rows)
-	t.Logf("%d rows in the lake in %d snapshots", rows, snaps)
+	if snaps < 2 {
+		t.Errorf("%d lake snapshots for two loads tiered apart", snaps)
+	}
+	t.Logf("buckets per node %v; committer %s; %d rows in the lake in %d snapshots, every node exact", held, lease.Holder, rows, snaps)
 }
