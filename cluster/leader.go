@@ -98,9 +98,15 @@ func (l *leader) fetched(follower string, end int64) (propose []string, base int
 	if l.mu.deposed || l.mu.proposing || slices.Contains(l.mu.isr, follower) || end < l.mu.hw {
 		return nil, 0
 	}
+	if l.mu.pending != "" && l.mu.pending != follower {
+		return nil, 0 // the store may hold the other one's join: settle it first
+	}
 	// At or above the high watermark it holds every acknowledged row:
 	// it joins, counted from now on.
 	l.mu.pending, l.mu.proposing = follower, true
+	if _, ok := l.mu.caughtUp[follower]; !ok {
+		l.mu.caughtUp[follower] = l.now() // the lag clock of a pending member starts now
+	}
 	return sortedSet(append(slices.Clone(l.mu.isr), follower)), l.mu.version
 }
 
@@ -169,7 +175,9 @@ func (l *leader) durableMoved() {
 
 // lagging returns the in-sync set without the followers that have not
 // caught up for lagMax, with its base version, or nil when none is
-// lagging or a proposal is under way.
+// lagging or a proposal is under way. A pending member that lags is
+// dropped too: the set proposed without it settles whether the store took
+// its join.
 func (l *leader) lagging() ([]string, int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -178,7 +186,7 @@ func (l *leader) lagging() ([]string, int64) {
 	}
 	now := l.now()
 	var keep []string
-	dropped := false
+	dropped := l.mu.pending != "" && now.Sub(l.mu.caughtUp[l.mu.pending]) > l.lagMax
 	for _, id := range l.mu.isr {
 		if id != l.self && now.Sub(l.mu.caughtUp[id]) > l.lagMax {
 			dropped = true
@@ -193,13 +201,19 @@ func (l *leader) lagging() ([]string, int64) {
 	return keep, l.mu.version
 }
 
-// proposed ends a proposal: stored at version (ok), or refused.
+// proposed ends a proposal: stored at version (ok), or not known to be.
+//
+// A failed proposal keeps its pending member counted in the high
+// watermark: the store may have taken the join all the same (a commit
+// whose answer was lost, or a refusal because the set moved on), and the
+// controller may then elect that member, which must hold every
+// acknowledged row. The pending member goes only when a set the store
+// holds says so (setISR) or a set proposed without it is stored.
 func (l *leader) proposed(isr []string, version int64, ok bool) {
 	l.mu.Lock()
 	l.mu.proposing = false
 	epoch := l.mu.epoch
 	if !ok {
-		l.mu.pending = ""
 		l.mu.Unlock()
 		return
 	}
@@ -216,10 +230,10 @@ func (l *leader) setISR(epoch int32, version int64, isr []string) {
 	if epoch != l.mu.epoch || version <= l.mu.version {
 		return
 	}
+	// The store's set, newer than any proposal's base, settles the pending
+	// member: in it, or not in the store's set at all.
 	l.mu.isr, l.mu.version = sortedSet(isr), version
-	if slices.Contains(l.mu.isr, l.mu.pending) {
-		l.mu.pending = ""
-	}
+	l.mu.pending = ""
 	for _, id := range l.mu.isr {
 		if _, ok := l.mu.caughtUp[id]; !ok {
 			l.mu.caughtUp[id] = l.now()

@@ -62,3 +62,68 @@ func TestPendingJoinerHoldsTheHighWatermark(t *testing.T) {
 		t.Fatalf("an older version replaced the set: %v", got)
 	}
 }
+
+// A join whose proposal failed may be in the store all the same (its
+// commit's answer lost): the member goes on holding the high watermark
+// until a set the store holds settles it, since the controller may elect
+// it. Found by the process fault rounds: a leader cut off from the store
+// while proposing a joiner acknowledged rows the joiner lacked, and the
+// store, which had taken the join, elected it.
+func TestFailedJoinKeepsHoldingTheHighWatermark(t *testing.T) {
+	log := newMemLog()
+	log.BecomeLeader(1)
+	l := testLeader(log, "a", "b")
+	log.appendLeader(10, "w")
+	l.fetched("b", 10)
+	isr, _ := l.fetched("c", 10) // c caught up: proposed
+	if isr == nil {
+		t.Fatal("no proposal for a caught-up follower")
+	}
+	l.proposed(isr, 0, false) // the commit's answer was lost
+	log.appendLeader(5, "w")
+	l.durableMoved()
+	l.fetched("b", 15)
+	if hw := l.highWatermark(); hw != 10 {
+		t.Fatalf("hw %d moved past the end 10 of a member the store may hold", hw)
+	}
+	if again, _ := l.fetched("b", 15); again != nil {
+		t.Fatalf("another join proposed (%v) while c's is unsettled", again)
+	}
+	if again, _ := l.fetched("c", 10); again == nil {
+		t.Fatal("c's join is not proposed again")
+	}
+	// The store's newer set, without c (the commit had not landed): c no
+	// longer holds the watermark.
+	l.proposed(nil, 0, false)
+	l.setISR(1, 2, []string{"a", "b"})
+	if hw := l.highWatermark(); hw != 15 {
+		t.Fatalf("hw %d after the store's set settled c's join, want 15", hw)
+	}
+}
+
+// A pending member that stops fetching is dropped by the lag check: the set
+// proposed without it, once stored, settles its join.
+func TestLaggingPendingMemberIsSettled(t *testing.T) {
+	now := time.Now()
+	log := newMemLog()
+	log.BecomeLeader(1)
+	l := newLeader("a", log, Assignment{Ref: ref0, Replicas: []string{"a", "b", "c"}, Leader: "a", Epoch: 1, ISR: []string{"a"}, MinISR: 1, Version: 1},
+		time.Second, func() time.Time { return now })
+	log.appendLeader(10, "w")
+	isr, _ := l.fetched("b", 10)
+	l.proposed(isr, 0, false)
+	if got, _ := l.lagging(); got != nil {
+		t.Fatalf("a pending member in time proposed away: %v", got)
+	}
+	now = now.Add(2 * time.Second)
+	keep, base := l.lagging()
+	if keep == nil || len(keep) != 1 || base != 1 {
+		t.Fatalf("lagging pending member: proposal %v at %d, want [a] at 1", keep, base)
+	}
+	l.proposed(keep, 2, true)
+	log.appendLeader(5, "w")
+	l.durableMoved()
+	if hw := l.highWatermark(); hw != 15 {
+		t.Fatalf("hw %d once the set without b is stored, want 15", hw)
+	}
+}
