@@ -38,7 +38,7 @@ COLUMNS = "id BIGINT NOT NULL, amount DOUBLE, kind VARCHAR, ts TIMESTAMPTZ"
 # reads long/double/string/timestamptz as these; Lakestream serves the same).
 ARROW_TYPES = {"id": pa.int64(), "amount": pa.float64(), "kind": pa.string(), "ts": pa.timestamp("us", tz="UTC")}
 TIERING_COLUMNS = ["table_name", "bucket", "tiered_offset", "log_end_offset", "lag_rows", "lag_seconds",
-                   "last_round", "rounds", "rows_tiered", "last_commit_ms", "last_error"]
+                   "last_round", "rounds", "rows_tiered", "last_commit_ms", "last_error", "committer"]
 
 
 def need(what):
@@ -677,6 +677,7 @@ def test_tiering_system_table_plain_select(server, conn):
     rows = [r for r in t.to_pylist() if r["table_name"] == "default.ps"]
     assert [r["bucket"] for r in rows] == [0, 1, 2]
     assert sum(r["tiered_offset"] for r in rows) == 10_000
+    assert all(r["committer"] for r in rows), rows  # a single node commits its own tables
 
 
 METRIC = re.compile(r'^(\w+)\{([^}]*)\} (\S+)$')
