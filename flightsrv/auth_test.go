@@ -169,6 +169,20 @@ func TestUserDDLRedacted(t *testing.T) {
 	expectCode(t, err, codes.AlreadyExists)
 	_, err = cl.ExecuteUpdate(ctx, "CREATE USER carol WITH PASSWORD 'short'")
 	expectCode(t, err, codes.InvalidArgument, "at least 8")
+	// A call is recorded once it ends, which may be after its answer reached
+	// the client: wait for the three.
+	redacted := func() int {
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		n := 0
+		for _, c := range log.calls {
+			if strings.Contains(c.SQL, "PASSWORD '***'") {
+				n++
+			}
+		}
+		return n
+	}
+	waitFor(t, func() bool { return redacted() >= 3 })
 	log.mu.Lock()
 	defer log.mu.Unlock()
 	seen := 0
