@@ -89,9 +89,8 @@ metadata store and catalog: $META
 Try:
   $BIN sql --addr 127.0.0.1:31337 "CREATE TABLE t (id BIGINT, v VARCHAR) WITH ('bucket.num' = '1')"
   $BIN sql --addr 127.0.0.1:31338 "SELECT * FROM lakestream.buckets"
-  $BIN sql --addr <the leader's address> "INSERT INTO t VALUES (1, 'a')"
-    (a node takes writes for the buckets it leads; the others answer Unavailable naming
-    the leader: writes are not forwarded yet, docs/cluster.md "Not there yet")
+  $BIN sql --addr 127.0.0.1:31339 "INSERT INTO t VALUES (1, 'a')"
+    (any node takes writes: each bucket's rows go to its leader, docs/cluster.md)
   $BIN sql --addr 127.0.0.1:31339 "SELECT * FROM t"     (any node reads)
   $BIN cluster status --addr 127.0.0.1:31339
   $BIN cluster decommission --meta '$META' n3
