@@ -325,52 +325,61 @@ func joinOnce(errs []error) error {
 // sendPart has one part stored by its bucket's leader: this node when it
 // leads the bucket, else the leader it forwards to. A refusal that took
 // nothing, and for an idempotent call any unavailable leader, is sent
-// again — to the new leader when the leadership moved — forwardAttempts
-// times at most.
+// again — to the new leader when the leadership moved (resend).
 func (t *Table) sendPart(ctx context.Context, def *catalog.Table, p bucketPart) (ForwardResult, error) {
 	r := t.store.cfg.Replication
 	var bodies [][]byte // encoded at the first forward
 	var total ForwardResult
 	done := 0 // bodies stored: a retry sends the rest only
-	wait := forwardWait
-	for attempt := 1; ; attempt++ {
-		var err error
+	err := resend(ctx, func(err error) bool { return retryable(err, p.w) }, func() error {
 		if r.Leads(def.ID, p.b) && done == 0 {
-			var res []ForwardResult
-			if res, err = t.writeLocal(ctx, def, []bucketPart{p}); err == nil {
+			res, err := t.writeLocal(ctx, def, []bucketPart{p})
+			if err == nil {
 				total = res[0]
 			}
-		} else {
-			if bodies == nil {
-				if bodies, err = t.partBodies(def, p); err != nil {
-					return ForwardResult{}, err
-				}
+			return err
+		}
+		if bodies == nil {
+			var err error
+			if bodies, err = t.partBodies(def, p); err != nil {
+				return err
 			}
-			for err == nil && done < len(bodies) {
-				var res ForwardResult
-				res, err = r.Forward(ctx, ForwardedPart{TableID: def.ID, Bucket: p.b, SchemaID: def.SchemaID,
-					Upsert: p.upserts != nil, Writer: p.w, Body: bodies[done]})
-				if err == nil {
-					total.Rows += res.Rows
-					total.Duplicate = res.Duplicate
-					done++
-				}
-			}
+		}
+		for done < len(bodies) {
+			res, err := r.Forward(ctx, ForwardedPart{TableID: def.ID, Bucket: p.b, SchemaID: def.SchemaID,
+				Upsert: p.upserts != nil, Writer: p.w, Body: bodies[done]})
 			if err != nil {
 				err = fmt.Errorf("write to %s bucket %d: %w", def.FullName(), p.b, err)
 				if done > 0 {
 					err = fmt.Errorf("%w (%d of its %d writes were stored)", err, done, len(bodies))
 				}
+				return err
 			}
+			total.Rows += res.Rows
+			total.Duplicate = res.Duplicate
+			done++
 		}
-		if err == nil || attempt == forwardAttempts || ctx.Err() != nil || !retryable(err, p.w) {
-			return total, err
+		return nil
+	})
+	return total, err
+}
+
+// resend calls send until it succeeds, fails with an error again does
+// not retry, ctx ends or forwardAttempts sends were made, waiting between
+// sends (forwardWait, doubling up to forwardWaitMax). It returns send's
+// last error.
+func resend(ctx context.Context, again func(error) bool, send func() error) error {
+	wait := forwardWait
+	for attempt := 1; ; attempt++ {
+		err := send()
+		if err == nil || attempt == forwardAttempts || ctx.Err() != nil || !again(err) {
+			return err
 		}
 		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return total, err
+			return err
 		case <-timer.C:
 		}
 		wait = min(2*wait, forwardWaitMax)

@@ -1,7 +1,9 @@
 package tables
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -86,6 +88,40 @@ func TestSplitBatchesChecks(t *testing.T) {
 		}
 		if _, _, err := splitBatches(d, p); !errors.Is(err, catalog.ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		}
+	}
+}
+
+// resend sends again only what again allows, stops at the first success,
+// and not at all once ctx has ended.
+func TestResend(t *testing.T) {
+	errTake := fmt.Errorf("%w: %w", ErrReplicaUnavailable, ErrNotTaken)
+	errOwn := errors.New("the write's own error")
+	notTaken := func(err error) bool { return errors.Is(err, ErrNotTaken) }
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, c := range []struct {
+		name  string
+		ctx   context.Context
+		fails []error // send's answers before it succeeds
+		sends int
+		err   error
+	}{
+		{"succeeds at once", context.Background(), nil, 1, nil},
+		{"not taken twice", context.Background(), []error{errTake, errTake}, 3, nil},
+		{"its own error", context.Background(), []error{errOwn, errTake}, 1, errOwn},
+		{"ctx ended", cancelled, []error{errTake, errTake}, 1, errTake},
+	} {
+		sends := 0
+		err := resend(c.ctx, notTaken, func() error {
+			sends++
+			if sends <= len(c.fails) {
+				return c.fails[sends-1]
+			}
+			return nil
+		})
+		if sends != c.sends || !errors.Is(err, c.err) || (c.err == nil) != (err == nil) {
+			t.Errorf("%s: %d sends, %v; want %d, %v", c.name, sends, err, c.sends, c.err)
 		}
 	}
 }

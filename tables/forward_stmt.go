@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -114,32 +113,21 @@ func (t *Table) OnLeaders(ctx context.Context, sql string, local func(context.Co
 func (t *Table) statementOn(ctx context.Context, b int, sql string, local func(context.Context) (int64, error)) (int64, error) {
 	r := t.store.cfg.Replication
 	def := t.Def()
-	wait := forwardWait
-	for attempt := 1; ; attempt++ {
-		var n int64
-		var err error
+	var n int64
+	err := resend(ctx, func(err error) bool { return errors.Is(err, ErrNotTaken) }, func() error {
 		if r.Leads(def.ID, b) {
+			var err error
 			n, err = local(WithBuckets(ctx, Buckets{b: true}))
-		} else {
-			var res ForwardResult
-			res, err = r.Forward(ctx, ForwardedPart{TableID: def.ID, Bucket: b, SchemaID: def.SchemaID, Statement: true, Body: []byte(sql)})
-			n = res.Rows
-			if err != nil {
-				err = fmt.Errorf("%s bucket %d: %w", def.FullName(), b, err)
-			}
+			return err
 		}
-		if err == nil || attempt == forwardAttempts || ctx.Err() != nil || !errors.Is(err, ErrNotTaken) {
-			return n, err
+		res, err := r.Forward(ctx, ForwardedPart{TableID: def.ID, Bucket: b, SchemaID: def.SchemaID, Statement: true, Body: []byte(sql)})
+		n = res.Rows
+		if err != nil {
+			return fmt.Errorf("%s bucket %d: %w", def.FullName(), b, err)
 		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return 0, err
-		case <-timer.C:
-		}
-		wait = min(2*wait, forwardWaitMax)
-	}
+		return nil
+	})
+	return n, err
 }
 
 // CheckLeads refuses, wrapping ErrNotTaken, a forwarded statement for a
