@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -122,6 +123,57 @@ func TestResend(t *testing.T) {
 		})
 		if sends != c.sends || !errors.Is(err, c.err) || (c.err == nil) != (err == nil) {
 			t.Errorf("%s: %d sends, %v; want %d, %v", c.name, sends, err, c.sends, c.err)
+		}
+	}
+}
+
+// A forwarded upsert's body reads back as the records and present
+// columns encoded, and is refused cut short or with bytes after it.
+func TestUpsertBodyRoundTrip(t *testing.T) {
+	stmt, err := catalog.Parse("CREATE TABLE kv (id BIGINT, v VARCHAR, PRIMARY KEY (id))")
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := stmt.(*catalog.CreateTable).Resolve(catalog.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	b := array.NewRecordBuilder(mem, def.ArrowSchema())
+	defer b.Release()
+	var in []pkInput
+	for i, present := range [][]bool{{true, true}, {true, false}} {
+		b.Field(0).(*array.Int64Builder).AppendValues([]int64{int64(i), int64(i) + 10}, nil)
+		b.Field(1).(*array.StringBuilder).AppendValues([]string{"a", "b"}, []bool{true, present[1]})
+		in = append(in, pkInput{rec: b.NewRecordBatch(), present: present, op: opUpsert})
+	}
+	defer releaseInputs(in)
+	body, err := encodeUpserts(def, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeUpserts(def, body, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer releaseInputs(got)
+	if len(got) != len(in) {
+		t.Fatalf("%d records read back, want %d", len(got), len(in))
+	}
+	for i := range in {
+		if !array.RecordEqual(got[i].rec, in[i].rec) || !slices.Equal(got[i].present, in[i].present) || got[i].op != opUpsert {
+			t.Errorf("record %d: %v %v, want %v %v", i, got[i].rec, got[i].present, in[i].rec, in[i].present)
+		}
+	}
+	for name, bad := range map[string][]byte{
+		"cut short":        body[:len(body)-1],
+		"bytes after it":   append(slices.Clone(body), 0),
+		"no record count":  body[:3],
+		"count over bytes": append([]byte{3, 0, 0, 0}, body[4:]...),
+	} {
+		if _, err := decodeUpserts(def, bad, mem); !errors.Is(err, catalog.ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
 		}
 	}
 }

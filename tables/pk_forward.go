@@ -28,7 +28,6 @@ var errUpsertFrame = fmt.Errorf("%w: malformed forwarded upsert", catalog.ErrInv
 
 func encodeUpserts(def *catalog.Table, in []pkInput) ([]byte, error) {
 	out := binary.LittleEndian.AppendUint32(nil, uint32(len(in)))
-	var buf bytes.Buffer
 	for _, x := range in {
 		out = binary.LittleEndian.AppendUint16(out, uint16(len(x.present)))
 		for _, p := range x.present {
@@ -38,16 +37,20 @@ func encodeUpserts(def *catalog.Table, in []pkInput) ([]byte, error) {
 				out = append(out, 0)
 			}
 		}
-		buf.Reset()
-		w := ipc.NewWriter(&buf, ipc.WithSchema(x.rec.Schema()))
+		// The stream is written in place after its length, which is
+		// filled in once known: no copy of the record's bytes.
+		at := len(out)
+		buf := bytes.NewBuffer(append(out, 0, 0, 0, 0))
+		w := ipc.NewWriter(buf, ipc.WithSchema(x.rec.Schema()))
 		if err := w.Write(x.rec); err != nil {
+			w.Close()
 			return nil, fmt.Errorf("write to %s: encode an upsert to forward: %w", def.FullName(), err)
 		}
 		if err := w.Close(); err != nil {
 			return nil, fmt.Errorf("write to %s: encode an upsert to forward: %w", def.FullName(), err)
 		}
-		out = binary.LittleEndian.AppendUint32(out, uint32(buf.Len()))
-		out = append(out, buf.Bytes()...)
+		out = buf.Bytes()
+		binary.LittleEndian.PutUint32(out[at:], uint32(len(out)-at-4))
 	}
 	return out, nil
 }
