@@ -411,17 +411,27 @@ func (t *Table) partBodies(def *catalog.Table, p bucketPart) ([][]byte, error) {
 		return [][]byte{b}, nil
 	}
 	var bodies [][]byte
-	var cur []byte
-	for _, x := range p.batches {
-		if len(cur)+len(x) > maxPartBody && len(cur) > 0 {
-			if p.w.ID != 0 {
-				return nil, fmt.Errorf("write to %s bucket %d: %w: over %d bytes to forward to the bucket's leader; send it as several calls", def.FullName(), p.b, ErrIdempotentTooLarge, maxPartBody)
-			}
-			bodies, cur = append(bodies, cur), nil
+	for rest := p.batches; len(rest) > 0; {
+		n, size := 1, len(rest[0])
+		for n < len(rest) && size+len(rest[n]) <= maxPartBody {
+			size += len(rest[n])
+			n++
 		}
-		cur = append(cur, x...)
+		if n < len(rest) && p.w.ID != 0 {
+			return nil, fmt.Errorf("write to %s bucket %d: %w: over %d bytes to forward to the bucket's leader; send it as several calls", def.FullName(), p.b, ErrIdempotentTooLarge, maxPartBody)
+		}
+		// One batch is its own body; several are copied once into a
+		// body of their size (the frame copies the body again).
+		body := []byte(rest[0])
+		if n > 1 {
+			body = make([]byte, 0, size)
+			for _, x := range rest[:n] {
+				body = append(body, x...)
+			}
+		}
+		bodies, rest = append(bodies, body), rest[n:]
 	}
-	return append(bodies, cur), nil
+	return bodies, nil
 }
 
 // writeLocal stores parts of buckets this node leads as one atomic
