@@ -20,12 +20,7 @@ func (s *Server) dmlInCluster(ctx context.Context, st *planner.Statement, argRow
 	if tables.BucketsOf(ctx) != nil || s.engine == nil {
 		return 0, false, nil
 	}
-	priv, db, name := catalog.PrivDelete, "", ""
-	if st.Kind == planner.KindDelete {
-		db, name = st.Delete.DB, st.Delete.Table
-	} else {
-		priv, db, name = catalog.PrivUpdate, st.Update.DB, st.Update.Table
-	}
+	priv, db, name, _ := dmlTarget(st)
 	t, err := s.table(ctx, priv, db, name)
 	if err != nil {
 		return 0, true, err
@@ -47,13 +42,8 @@ func (s *Server) ExecBucketStatement(ctx context.Context, tableID int64, b int, 
 	if err != nil {
 		return 0, err
 	}
-	var db, name string
-	switch st.Kind {
-	case planner.KindDelete:
-		db, name = st.Delete.DB, st.Delete.Table
-	case planner.KindUpdate:
-		db, name = st.Update.DB, st.Update.Table
-	default:
+	_, db, name, ok := dmlTarget(st)
+	if !ok {
 		return 0, fmt.Errorf("%w: a forwarded %s statement; only UPDATE and DELETE are", errInvalid, st.Kind)
 	}
 	t, err := s.store.Get(ctx, db, name)
@@ -67,4 +57,16 @@ func (s *Server) ExecBucketStatement(ctx context.Context, tableID int64, b int, 
 		return 0, err
 	}
 	return s.execUpdate(tables.WithBuckets(ctx, tables.Buckets{b: true}), st, nil)
+}
+
+// dmlTarget is the table an UPDATE or DELETE changes and the privilege it
+// needs; ok is false for another statement.
+func dmlTarget(st *planner.Statement) (priv catalog.Privilege, db, name string, ok bool) {
+	switch st.Kind {
+	case planner.KindDelete:
+		return catalog.PrivDelete, st.Delete.DB, st.Delete.Table, true
+	case planner.KindUpdate:
+		return catalog.PrivUpdate, st.Update.DB, st.Update.Table, true
+	}
+	return 0, "", "", false
 }
