@@ -104,22 +104,5 @@ func readChanges(t *testing.T, cl *flightsql.Client, sql string) error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	info, err := cl.Execute(ctx, sql)
-	if err != nil {
-		return err
-	}
-	for _, ep := range info.Endpoint {
-		rdr, err := cl.DoGet(ctx, ep.Ticket)
-		if err != nil {
-			return err
-		}
-		for rdr.Next() {
-		}
-		err = rdr.Err()
-		rdr.Release()
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return queryErr(ctx, cl, sql) // remote_test.go
 }

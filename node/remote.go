@@ -87,18 +87,20 @@ func (r *replication) ReadRemote(ctx context.Context, rb tables.RemoteBucket, re
 			continue
 		}
 		err := r.tr.Scan(ctx, addr, req, frame)
-		if err == nil || errors.Is(err, cluster.ErrScanStarted) || ctx.Err() != nil || !retryOnAnother(err) {
-			if s, ok := status.FromError(err); ok && !errors.Is(err, cluster.ErrScanStarted) {
-				// The serving node's refusal, with its code: it says what
-				// went wrong there.
-				return status.Errorf(s.Code(), "bucket %d on node %s at %s: %s", rb.Bucket, id, addr, s.Message())
-			}
-			if err != nil {
-				return fmt.Errorf("bucket %d on node %s at %s: %w", rb.Bucket, id, addr, err)
-			}
+		if err == nil {
 			return nil
 		}
-		tried = append(tried, fmt.Sprintf("node %s at %s: %v", id, addr, status.Convert(err).Message()))
+		started := errors.Is(err, cluster.ErrScanStarted)
+		if !started && ctx.Err() == nil && retryOnAnother(err) {
+			tried = append(tried, fmt.Sprintf("node %s at %s: %v", id, addr, status.Convert(err).Message()))
+			continue
+		}
+		if s, ok := status.FromError(err); ok && !started {
+			// The serving node's refusal, with its code: it says what
+			// went wrong there.
+			return status.Errorf(s.Code(), "bucket %d on node %s at %s: %s", rb.Bucket, id, addr, s.Message())
+		}
+		return fmt.Errorf("bucket %d on node %s at %s: %w", rb.Bucket, id, addr, err)
 	}
 	if len(rb.Nodes) == 0 {
 		return fmt.Errorf("%w: bucket %d has no in-sync replica", tables.ErrReplicaUnavailable, rb.Bucket)

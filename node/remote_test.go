@@ -104,15 +104,14 @@ func TestClusterQueryReadsRemoteBuckets(t *testing.T) {
 	if err := <-c.nodes[gone].done; err != nil {
 		t.Fatal(err)
 	}
-	err := queryErr(client(t, c.nodes["n1"].n.Addr()), "SELECT count(*) FROM t")
+	err := queryErr(context.Background(), client(t, c.nodes["n1"].n.Addr()), "SELECT count(*) FROM t")
 	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "node "+gone) {
 		t.Fatalf("a read of a bucket on a stopped node: %v, want Unavailable naming node %s", err, gone)
 	}
 }
 
 // queryErr runs a query to its end and returns its error.
-func queryErr(cl *flightsql.Client, sql string) error {
-	ctx := context.Background()
+func queryErr(ctx context.Context, cl *flightsql.Client, sql string) error {
 	info, err := cl.Execute(ctx, sql)
 	if err != nil {
 		return err

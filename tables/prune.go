@@ -293,6 +293,22 @@ func changelogStats(which int, b columnarlog.Batch, bucket int) (columnarlog.Col
 	return st, true
 }
 
+// bucketMayMatch reports whether the filters on the changelog view's
+// _bucket column accept bucket, whatever its batches: a read asks no other
+// node for a bucket they rule out (remote.go). A nil pruner accepts all.
+func (p *pruner) bucketMayMatch(bucket int) bool {
+	if p == nil {
+		return true
+	}
+	st, _ := changelogStats(1, nil, bucket) // _bucket, which reads no batch
+	for i := range p.filters {
+		if f := &p.filters[i]; f.col == p.ncols+1 && !f.mayMatch(&st, math.MaxInt32) {
+			return false
+		}
+	}
+	return true
+}
+
 // mayMatch reports whether a column with statistics st, in a batch of rows
 // rows, may hold a value that satisfies f. It is the pure heart of pruning.
 func (f *filter) mayMatch(st *columnarlog.ColumnStats, rows int32) bool {

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/lakestream/lakestream/catalog"
 	"github.com/lakestream/lakestream/columnarlog"
 	"github.com/lakestream/lakestream/internal/scan"
 )
@@ -343,6 +344,40 @@ func TestBytesStatsExact(t *testing.T) {
 		}
 		if !bytes.Equal(st.MinBytes, lo) || !bytes.Equal(st.MaxBytes, hi) || st.Flags != columnarlog.StatsHasMinMax {
 			t.Fatalf("bounds %q, %q (flags %b); want %q, %q", st.MinBytes, st.MaxBytes, st.Flags, lo, hi)
+		}
+	}
+}
+
+// A changelog read asks another node for a remote bucket only when the
+// filters on _bucket accept it; filters on other columns never rule a
+// bucket out.
+func TestPrunerBucketMayMatch(t *testing.T) {
+	def := &catalog.Table{Name: "t", Columns: []catalog.Column{{Name: "k"}}} // the pruner reads its column count
+	schema := changelogSchema(arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}}, nil))
+	bucketCol := len(def.Columns) + 1
+	var none *pruner
+	if !none.bucketMayMatch(3) {
+		t.Fatal("no filters ruled a bucket out")
+	}
+	for _, tc := range []struct {
+		f    scan.Filter
+		want []bool // buckets 0, 1, 2
+	}{
+		{scan.Filter{Column: bucketCol, Op: "=", Value: int32(1)}, []bool{false, true, false}},
+		{scan.Filter{Column: bucketCol, Op: "<", Value: int32(1)}, []bool{true, false, false}},
+		{scan.Filter{Column: bucketCol, Op: ">=", Value: int32(1)}, []bool{false, true, true}},
+		{scan.Filter{Column: bucketCol, Op: "IS NOT NULL"}, []bool{true, true, true}},
+		{scan.Filter{Column: bucketCol, Op: "IS NULL"}, []bool{false, false, false}},
+		{scan.Filter{Column: 0, Op: "=", Value: int64(1)}, []bool{true, true, true}},
+	} {
+		p, err := newPruner(def, schema, []scan.Filter{tc.f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for b, want := range tc.want {
+			if got := p.bucketMayMatch(b); got != want {
+				t.Errorf("%+v, bucket %d: %v, want %v", tc.f, b, got, want)
+			}
 		}
 	}
 }

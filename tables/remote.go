@@ -603,7 +603,7 @@ func (v *View) withRemote(ctx context.Context) error {
 // the rows above the bucket's offset in the lake snapshot v reads here.
 func (v *View) planRemote(lp *logPlan, req scan.Request) error {
 	for _, rb := range v.remote {
-		if v.Layer == LayerChangelog && !bucketMayMatch(v.Schema(), req.Filters, rb.Bucket) {
+		if v.Layer == LayerChangelog && !lp.prune.bucketMayMatch(rb.Bucket) {
 			continue // a "_bucket" filter rules it out: no node is asked
 		}
 		q := RemoteQuery{TableID: v.def.ID, SchemaID: v.def.SchemaID, Bucket: rb.Bucket, Layer: v.Layer, Columns: req.Columns, Filters: req.Filters}
@@ -669,46 +669,6 @@ func (t *Table) ReadRemoteBucket(ctx context.Context, layer Layer, b int, from, 
 		return err
 	}
 	return scan.Send(ctx, lp.parts[0], send)
-}
-
-// bucketMayMatch says whether the filters on the changelog's "_bucket"
-// column of schema accept bucket b.
-func bucketMayMatch(schema *arrow.Schema, filters []scan.Filter, b int) bool {
-	idx := schema.FieldIndices("_bucket")
-	if len(idx) != 1 {
-		return true
-	}
-	for _, f := range filters {
-		if f.Column != idx[0] {
-			continue
-		}
-		var v int64
-		switch x := f.Value.(type) {
-		case int32:
-			v = int64(x)
-		case int64:
-			v = x
-		default:
-			continue
-		}
-		ok := true
-		switch f.Op {
-		case "=":
-			ok = int64(b) == v
-		case "<":
-			ok = int64(b) < v
-		case "<=":
-			ok = int64(b) <= v
-		case ">":
-			ok = int64(b) > v
-		case ">=":
-			ok = int64(b) >= v
-		}
-		if !ok {
-			return false
-		}
-	}
-	return true
 }
 
 // RemoteBuckets lists the buckets of the table that this node reads from
