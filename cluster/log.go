@@ -51,17 +51,13 @@ type Log interface {
 // whole batches b holds; a partial batch at the end is an error.
 func batchesEnd(b []byte) (next int64, n int, err error) {
 	for len(b) > 0 {
-		if len(b) < columnarlog.HeaderSizeV1 {
-			return 0, 0, errShortFrame
-		}
-		bt := columnarlog.Batch(b)
-		size := bt.Size()
-		if size <= 0 || size > len(b) {
+		bt, rest, ok := columnarlog.CutBatch(b)
+		if !ok {
 			return 0, 0, errShortFrame
 		}
 		next = bt.NextOffset()
 		n++
-		b = b[size:]
+		b = rest
 	}
 	return next, n, nil
 }

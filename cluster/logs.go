@@ -78,15 +78,12 @@ func (l bucketLog) Read(from int64, maxBytes int) ([]byte, error) {
 func (l bucketLog) AppendReplica(frame []byte) error {
 	var batches []columnarlog.Batch
 	for len(frame) > 0 {
-		if len(frame) < columnarlog.HeaderSizeV1 {
+		b, rest, ok := columnarlog.CutBatch(frame)
+		if !ok {
 			return errShortFrame
 		}
-		size := columnarlog.Batch(frame).Size()
-		if size < columnarlog.HeaderSizeV1 || size > len(frame) {
-			return errShortFrame
-		}
-		batches = append(batches, columnarlog.Batch(frame[:size]))
-		frame = frame[size:]
+		batches = append(batches, b)
+		frame = rest
 	}
 	return l.t.AppendReplica(l.b, batches)
 }

@@ -173,6 +173,21 @@ func (b Batch) HeaderCRC() uint32 {
 // Size is the total size of the batch in bytes.
 func (b Batch) Size() int { return int(b.Length()) + lengthBase }
 
+// CutBatch cuts the first batch off b, batches sent back to back (a
+// replication frame, a forwarded part, a remote read's answer): the batch,
+// its capacity capped at its end, and the rest. ok is false when b does not
+// begin with a whole batch; the batch's own checks are the caller's.
+func CutBatch(b []byte) (batch Batch, rest []byte, ok bool) {
+	if len(b) < HeaderSizeV1 {
+		return nil, b, false
+	}
+	n := Batch(b).Size()
+	if n < HeaderSizeV1 || n > len(b) {
+		return nil, b, false
+	}
+	return Batch(b[:n:n]), b[n:], true
+}
+
 // LastOffset is the offset of the batch's last row.
 func (b Batch) LastOffset() int64 { return b.BaseOffset() + int64(b.RecordCount()) - 1 }
 

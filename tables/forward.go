@@ -602,22 +602,17 @@ func splitBatches(def *catalog.Table, p ForwardedPart) ([]columnarlog.Batch, int
 	var out []columnarlog.Batch
 	var rows int64
 	for b := p.Body; len(b) > 0; {
-		if len(b) < columnarlog.HeaderSize {
-			return nil, 0, fmt.Errorf("%w: a truncated batch", catalog.ErrInvalid)
+		x, rest, ok := columnarlog.CutBatch(b)
+		if !ok {
+			return nil, 0, fmt.Errorf("%w: %d bytes left do not hold a whole batch", catalog.ErrInvalid, len(b))
 		}
-		x := columnarlog.Batch(b)
-		n := x.Size()
-		if n < columnarlog.HeaderSize || n > len(b) {
-			return nil, 0, fmt.Errorf("%w: a batch of %d bytes in %d", catalog.ErrInvalid, n, len(b))
-		}
-		x = x[:n:n]
 		if x.SchemaID() != p.SchemaID || x.WriterID() != p.Writer.ID || x.WriterSeq() != p.Writer.Seq {
 			return nil, 0, fmt.Errorf("%w: a batch of schema %d, writer %d/%d in a part of schema %d, writer %d/%d", catalog.ErrInvalid,
 				x.SchemaID(), x.WriterID(), x.WriterSeq(), p.SchemaID, p.Writer.ID, p.Writer.Seq)
 		}
 		out = append(out, x)
 		rows += int64(x.RecordCount())
-		b = b[n:]
+		b = rest
 	}
 	return out, rows, nil
 }

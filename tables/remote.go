@@ -367,21 +367,17 @@ func (p *remotePart) Open(ctx context.Context) (scan.RecordStream, error) {
 // (length, checksums) before fn sees it: they crossed the network.
 func eachBatch(b []byte, fn func(columnarlog.Batch) error) error {
 	for len(b) > 0 {
-		if len(b) < columnarlog.HeaderSizeV1 {
-			return fmt.Errorf("%w: %d bytes left, less than a batch header", columnarlog.ErrCorrupt, len(b))
+		batch, rest, ok := columnarlog.CutBatch(b)
+		if !ok {
+			return fmt.Errorf("%w: %d bytes left do not hold a whole batch", columnarlog.ErrCorrupt, len(b))
 		}
-		n := columnarlog.Batch(b).Size()
-		if n < columnarlog.HeaderSizeV1 || n > len(b) {
-			return fmt.Errorf("%w: a batch of %d bytes in %d", columnarlog.ErrCorrupt, n, len(b))
-		}
-		batch := columnarlog.Batch(b[:n])
 		if err := batch.Check(); err != nil {
 			return err
 		}
 		if err := fn(batch); err != nil {
 			return err
 		}
-		b = b[n:]
+		b = rest
 	}
 	return nil
 }
