@@ -293,6 +293,11 @@ def _read_all(client, eps):
         try:
             reader = client.stream(ep)
             readers.append(reader)
+            if stop.is_set():
+                # The consumer stopped before it could see this reader:
+                # cancel it here, or the thread waits for a next batch.
+                reader.cancel()
+                return
             for chunk in reader:
                 if stop.is_set():
                     return
