@@ -64,6 +64,7 @@ func (p placement) assignment(ctx context.Context, tableID int64, b int) (cluste
 func (p placement) ReadFrom(ctx context.Context, tableID int64, buckets int) ([]flightsrv.Location, error) {
 	out := make([]flightsrv.Location, buckets)
 	var stored map[int]cluster.Assignment // read once, for the buckets without a replica here
+	here := p.Self()
 	for b := range out {
 		a, held := p.n.repl.reps.Role(ref(tableID, b))
 		if !held {
@@ -78,9 +79,8 @@ func (p placement) ReadFrom(ctx context.Context, tableID int64, buckets int) ([]
 				return nil, fmt.Errorf("where bucket %d of table %d is: %w", b, tableID, meta.ErrNotFound)
 			}
 		}
-		self := p.n.repl.self
-		if a.Leader == self || (p.followerReads && held && slices.Contains(a.ISR, self)) {
-			out[b] = p.Self()
+		if a.Leader == here.Node || (p.followerReads && held && slices.Contains(a.ISR, here.Node)) {
+			out[b] = here
 			continue
 		}
 		out[b] = p.leaderOf(a)
