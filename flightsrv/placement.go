@@ -32,8 +32,8 @@ type Placement interface {
 	ReadFrom(ctx context.Context, tableID int64, buckets int) ([]Location, error)
 	// ReadHere reports whether this node can serve reads of bucket b (it
 	// holds an in-sync replica of it); when it cannot, serving is the node
-	// that can.
-	ReadHere(ctx context.Context, tableID int64, b int) (serving Location, ok bool)
+	// that can. The error is that of finding it (the metadata store's).
+	ReadHere(ctx context.Context, tableID int64, b int) (serving Location, ok bool, err error)
 	// Self is this node's location.
 	Self() Location
 }
@@ -66,7 +66,11 @@ func (s *Server) checkHere(ctx context.Context, t *tables.Table, buckets []int) 
 		return nil
 	}
 	for _, b := range buckets {
-		if to, ok := s.opts.Placement.ReadHere(ctx, t.Def().ID, b); !ok {
+		to, ok, err := s.opts.Placement.ReadHere(ctx, t.Def().ID, b)
+		if err != nil {
+			return err
+		}
+		if !ok {
 			return elsewhere(t, b, to)
 		}
 	}
@@ -158,7 +162,11 @@ func (s *Server) clusterScanInfo(ctx context.Context, r *plainScan, v *tables.Vi
 		// holding every bucket in sync serves the scan alone.
 		if !lakeOnly(v, here) {
 			for b := range locs {
-				if _, ok := p.ReadHere(ctx, r.def.ID, b); !ok {
+				_, ok, err := p.ReadHere(ctx, r.def.ID, b)
+				if err != nil {
+					return false, err
+				}
+				if !ok {
 					return false, fmt.Errorf("%w: %s has rows of buckets served by other nodes tiered into this node's lake: plan the scan on a node that holds every bucket, or read it with a query", errSpread, r.def.FullName())
 				}
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/lakestream/lakestream/cluster"
 	"github.com/lakestream/lakestream/cluster/meta"
 	"github.com/lakestream/lakestream/flightsrv"
+	"github.com/lakestream/lakestream/tables"
 )
 
 // ticketKeySecret names the Flight ticket key in the metadata store: the
@@ -54,7 +55,8 @@ func (p placement) assignment(ctx context.Context, tableID int64, b int) (cluste
 	defer cancel()
 	stored, err := r.store.Bucket(ctx, ref(tableID, b))
 	if err != nil {
-		return cluster.Assignment{}, false, fmt.Errorf("where bucket %d of table %d is: %w", b, tableID, err)
+		// Unavailable, as a bucket without a leader: the client retries.
+		return cluster.Assignment{}, false, fmt.Errorf("%w: where bucket %d of table %d is: %w", tables.ErrReplicaUnavailable, b, tableID, err)
 	}
 	return cluster.AssignmentOf(stored, 0, r.addr), false, nil
 }
@@ -62,6 +64,7 @@ func (p placement) assignment(ctx context.Context, tableID int64, b int) (cluste
 func (p placement) ReadFrom(ctx context.Context, tableID int64, buckets int) ([]flightsrv.Location, error) {
 	out := make([]flightsrv.Location, buckets)
 	var stored map[int]cluster.Assignment // read once, for the buckets without a replica here
+	here := p.Self()
 	for b := range out {
 		a, held := p.n.repl.reps.Role(ref(tableID, b))
 		if !held {
@@ -76,9 +79,8 @@ func (p placement) ReadFrom(ctx context.Context, tableID int64, buckets int) ([]
 				return nil, fmt.Errorf("where bucket %d of table %d is: %w", b, tableID, meta.ErrNotFound)
 			}
 		}
-		self := p.n.repl.self
-		if a.Leader == self || (p.followerReads && held && slices.Contains(a.ISR, self)) {
-			out[b] = p.Self()
+		if a.Leader == here.Node || (p.followerReads && held && slices.Contains(a.ISR, here.Node)) {
+			out[b] = here
 			continue
 		}
 		out[b] = p.leaderOf(a)
@@ -104,15 +106,15 @@ func (p placement) storedAssignments(ctx context.Context, tableID int64) (map[in
 	return out, nil
 }
 
-func (p placement) ReadHere(ctx context.Context, tableID int64, b int) (flightsrv.Location, bool) {
+func (p placement) ReadHere(ctx context.Context, tableID int64, b int) (flightsrv.Location, bool, error) {
 	a, held, err := p.assignment(ctx, tableID, b)
 	if err != nil {
-		return flightsrv.Location{}, false
+		return flightsrv.Location{}, false, err
 	}
 	if held && slices.Contains(a.ISR, p.n.repl.self) {
-		return p.Self(), true
+		return p.Self(), true, nil
 	}
-	return p.leaderOf(a), false
+	return p.leaderOf(a), false, nil
 }
 
 func (p placement) Self() flightsrv.Location {

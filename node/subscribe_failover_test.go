@@ -59,12 +59,18 @@ func (s *resumingSubscriber) once(ctx context.Context, addr string) error {
 		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	errc := make(chan error, len(info.Endpoint))
 	for _, ep := range info.Endpoint {
 		go func() { errc <- s.read(ctx, ep) }()
 	}
-	return <-errc // the first stream to fail ends them all
+	err = <-errc // the first stream to fail ends them all
+	cancel()
+	// The others may still be recording a batch: the next plan starts
+	// from the positions once they all have stopped.
+	for range len(info.Endpoint) - 1 {
+		<-errc
+	}
+	return err
 }
 
 func (s *resumingSubscriber) read(ctx context.Context, ep *flight.FlightEndpoint) error {

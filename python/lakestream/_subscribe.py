@@ -243,20 +243,21 @@ def _leader_offsets(nodes, table, username, password):
     bucket lists it empty); buckets whose leader no node answered for are
     left out, and {} when none is found."""
     name = quote_string(full_name(table))
-    out = {}
+    out, every = {}, set()
     for uri in nodes:
         c = Client(uri, username, password)
         try:
-            led = {r["bucket"] for r in c.query(
-                f"SELECT bucket FROM lakestream.buckets WHERE lower(table_name) = lower({name}) "
-                f"AND local_role = 'leader'").to_pylist()}
+            rows = c.query(f"SELECT bucket, local_role = 'leader' AS led FROM lakestream.buckets "
+                           f"WHERE lower(table_name) = lower({name})").to_pylist()
+            every.update(r["bucket"] for r in rows)
+            led = {r["bucket"] for r in rows if r["led"]}
             if led:
                 out.update({b: v for b, v in c.offsets(table).items() if b in led})
         except (fl.FlightError, LookupError):
             continue  # a node down or without the table: the others answer
         finally:
             c.close()
-    if out and len(out) < max(out) + 1:
+    if set(out) != every:
         return {}  # a bucket without a known leader: resolve on one node instead
     return out
 
@@ -293,6 +294,11 @@ def _read_all(client, eps):
         try:
             reader = client.stream(ep)
             readers.append(reader)
+            if stop.is_set():
+                # The consumer stopped before it could see this reader:
+                # cancel it here, or the thread waits for a next batch.
+                reader.cancel()
+                return
             for chunk in reader:
                 if stop.is_set():
                     return
