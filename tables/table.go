@@ -114,17 +114,16 @@ func (t *Table) encodeRouted(ctx context.Context, def *catalog.Table, recs []arr
 			continue
 		}
 		ids = assigner.Assign(rec, ids[:0])
-		if b, ok := oneBucket(ids); ok { // kept whole, as Split would, with its sent message
-			rec.Retain()
-			jobs = append(jobs, job{int(b), rec, s})
-			continue
-		}
 		split, err := bucket.Split(rec, ids, n, t.mem)
 		if err != nil {
 			return nil, nil, 0, fmt.Errorf("table %s: split by bucket: %w", def.FullName(), err)
 		}
 		for b, r := range split {
-			if r != nil {
+			switch {
+			case r == nil:
+			case r == rec: // every row in one bucket: Split kept it whole, with its sent message
+				jobs = append(jobs, job{b, r, s})
+			default:
 				jobs = append(jobs, job{b, r, nil})
 			}
 		}
@@ -159,16 +158,6 @@ func (t *Table) encodeRouted(ctx context.Context, def *catalog.Table, recs []arr
 		}
 	}
 	return parts, fresh, rows, nil
-}
-
-// oneBucket says whether every row goes to the same bucket, and which.
-func oneBucket(ids []int32) (int32, bool) {
-	for _, id := range ids[1:] {
-		if id != ids[0] {
-			return 0, false
-		}
-	}
-	return ids[0], len(ids) > 0
 }
 
 func codecOf(c catalog.Compression) arrowmsg.Codec {
