@@ -82,6 +82,7 @@ func (t *Table) encodeRouted(ctx context.Context, def *catalog.Table, recs []arr
 		bucket int
 		rec    arrow.RecordBatch
 		sent   *Sent
+		split  bool // rec is a part bucket.Split made
 	}
 	var jobs []job
 	var rows int64
@@ -110,7 +111,7 @@ func (t *Table) encodeRouted(ctx context.Context, def *catalog.Table, recs []arr
 		}
 		if assigner == nil {
 			rec.Retain()
-			jobs = append(jobs, job{rt.pick(n), rec, s})
+			jobs = append(jobs, job{rt.pick(n), rec, s, false})
 			continue
 		}
 		ids = assigner.Assign(rec, ids[:0])
@@ -122,9 +123,9 @@ func (t *Table) encodeRouted(ctx context.Context, def *catalog.Table, recs []arr
 			switch {
 			case r == nil:
 			case r == rec: // every row in one bucket: Split kept it whole, with its sent message
-				jobs = append(jobs, job{b, r, s})
+				jobs = append(jobs, job{b, r, s, false})
 			default:
-				jobs = append(jobs, job{b, r, nil})
+				jobs = append(jobs, job{b, r, nil, true})
 			}
 		}
 	}
@@ -154,7 +155,7 @@ func (t *Table) encodeRouted(ctx context.Context, def *catalog.Table, recs []arr
 		parts[j.bucket] = append(parts[j.bucket], batches[i])
 		if fresh != nil {
 			j.rec.Retain()
-			fresh[j.bucket] = append(fresh[j.bucket], j.rec)
+			fresh[j.bucket] = append(fresh[j.bucket], freshRecord{j.rec, j.split})
 		}
 	}
 	return parts, fresh, rows, nil
