@@ -88,16 +88,8 @@ func decodeEpochs(buf []byte) (int32, []EpochEntry, error) {
 
 // writeEpochs replaces the history file of the log in dir, durably.
 func writeEpochs(fs vfs.FS, dir string, leader int32, entries []EpochEntry) error {
-	name := path.Join(dir, epochsFileName)
-	tmp := name + ".tmp"
-	if err := writeFileSync(fs, tmp, encodeEpochs(leader, entries)); err != nil {
+	if err := replaceFile(fs, dir, epochsFileName, encodeEpochs(leader, entries)); err != nil {
 		return fmt.Errorf("write leader epochs: %w", err)
-	}
-	if err := fs.Rename(tmp, name); err != nil {
-		return fmt.Errorf("write leader epochs: %w", err)
-	}
-	if err := fs.SyncDir(dir); err != nil {
-		return fmt.Errorf("write leader epochs: sync dir: %w", err)
 	}
 	return nil
 }

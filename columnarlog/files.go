@@ -28,6 +28,23 @@ func writeFileSync(fs vfs.FS, name string, data []byte) error {
 	return f.Close()
 }
 
+// replaceFile replaces file name of directory dir by one holding data,
+// atomically and durably: a temporary file written and synced, renamed into
+// place, the directory synced.
+func replaceFile(fs vfs.FS, dir, name string, data []byte) error {
+	full := path.Join(dir, name)
+	if err := writeFileSync(fs, full+".tmp", data); err != nil {
+		return err
+	}
+	if err := fs.Rename(full+".tmp", full); err != nil {
+		return fmt.Errorf("rename %s: %w", full+".tmp", err)
+	}
+	if err := fs.SyncDir(dir); err != nil {
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	return nil
+}
+
 // readFile reads a whole file.
 func readFile(fs vfs.FS, name string) ([]byte, error) {
 	f, err := fs.Open(name)

@@ -138,15 +138,8 @@ func (t *TableLog) CheckpointHighWatermarks() error {
 	if slices.Equal(hws, t.checkpointed) {
 		return nil
 	}
-	name := path.Join(t.dir, hwFileName)
-	if err := writeFileSync(t.opts.FS, name+".tmp", encodeHighWatermarks(hws)); err != nil {
+	if err := replaceFile(t.opts.FS, t.dir, hwFileName, encodeHighWatermarks(hws)); err != nil {
 		return fmt.Errorf("checkpoint high watermarks: %w", err)
-	}
-	if err := t.opts.FS.Rename(name+".tmp", name); err != nil {
-		return fmt.Errorf("checkpoint high watermarks: %w", err)
-	}
-	if err := t.opts.FS.SyncDir(t.dir); err != nil {
-		return fmt.Errorf("checkpoint high watermarks: sync dir: %w", err)
 	}
 	t.checkpointed = hws
 	return nil

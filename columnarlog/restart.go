@@ -55,15 +55,8 @@ func (t *TableLog) RestartAt(b int, start int64) error {
 	if start < ends[b] {
 		return fmt.Errorf("restart bucket %d at %d: below its end %d (Truncate cuts a log back): %w", b, start, ends[b], ErrOffsetOutOfRange)
 	}
-	name := path.Join(l.dir, restartFileName)
-	if err := writeFileSync(t.opts.FS, name+".tmp", encodeRestartMarker(start)); err != nil {
+	if err := replaceFile(t.opts.FS, l.dir, restartFileName, encodeRestartMarker(start)); err != nil {
 		return fmt.Errorf("restart bucket %d at %d: %w", b, start, err)
-	}
-	if err := t.opts.FS.Rename(name+".tmp", name); err != nil {
-		return fmt.Errorf("restart bucket %d at %d: %w", b, start, err)
-	}
-	if err := t.opts.FS.SyncDir(l.dir); err != nil {
-		return fmt.Errorf("restart bucket %d at %d: sync dir: %w", b, start, err)
 	}
 	// From here a failure leaves the marker: the log refuses writes (t.err)
 	// and the next open finishes the restart.

@@ -641,19 +641,11 @@ func (t *TableLog) rewriteCommitFile(seq int64, ends []int64) error {
 // record, atomically.
 func (t *TableLog) rewriteCommitFileLocked(seq int64, ends []int64) error {
 	fs := t.opts.FS
-	name := path.Join(t.dir, commitFileName)
-	tmp := name + ".tmp"
 	rec := encodeCommit(seq, ends)
-	if err := writeFileSync(fs, tmp, rec); err != nil {
+	if err := replaceFile(fs, t.dir, commitFileName, rec); err != nil {
 		return err
 	}
-	if err := fs.Rename(tmp, name); err != nil {
-		return fmt.Errorf("rename commit file: %w", err)
-	}
-	if err := fs.SyncDir(t.dir); err != nil {
-		return fmt.Errorf("sync table dir: %w", err)
-	}
-	f, err := fs.OpenAppend(name)
+	f, err := fs.OpenAppend(path.Join(t.dir, commitFileName))
 	if err != nil {
 		return err
 	}

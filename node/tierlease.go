@@ -30,7 +30,7 @@ func CommitterLease(tableID int64) string { return "tier/" + strconv.FormatInt(t
 type committerLeases struct {
 	r *replication
 	// primaryKey says whether a table has a primary key; nil: none has.
-	primaryKey func(tableID int64) bool
+	primaryKey func(ctx context.Context, tableID int64) bool
 	// eligible says whether another node may hold a lease: live and not
 	// draining; nil: replication's view.
 	eligible func(id string) bool
@@ -39,9 +39,7 @@ type committerLeases struct {
 // newCommitterLeases are the committer leases of r's node, whose tables
 // are in store.
 func newCommitterLeases(r *replication, store *tables.Store) committerLeases {
-	return committerLeases{r: r, primaryKey: func(id int64) bool {
-		ctx, cancel := context.WithTimeout(context.Background(), tiering.LeaseEvery)
-		defer cancel()
+	return committerLeases{r: r, primaryKey: func(ctx context.Context, id int64) bool {
 		t, err := store.ByID(ctx, id)
 		// A table this node cannot open now is taken as keyed: the old
 		// rule holds until it can.
@@ -72,7 +70,7 @@ func (c committerLeases) Acquire(ctx context.Context, tableID int64) (tiering.Le
 	if err != nil && !errors.Is(err, meta.ErrNotFound) {
 		return tiering.Lease{}, false, err
 	}
-	pk := c.primaryKey != nil && c.primaryKey(tableID)
+	pk := c.primaryKey != nil && c.primaryKey(ctx, tableID)
 	if !mayCommit(buckets, c.r.self, held, c.r.draining(c.r.self), pk, c.otherEligible) {
 		if held {
 			if err := c.r.store.ReleaseLease(ctx, cur); err != nil && !errors.Is(err, meta.ErrNotFound) {

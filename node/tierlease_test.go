@@ -68,7 +68,7 @@ func TestCommitterLeases(t *testing.T) {
 		t.Fatal(err)
 	}
 	node := func(id string) committerLeases {
-		return committerLeases{r: &replication{self: id, store: store.Handle()}, primaryKey: func(int64) bool { return true }}
+		return committerLeases{r: &replication{self: id, store: store.Handle()}, primaryKey: func(context.Context, int64) bool { return true }}
 	}
 	n1, n2, n3 := node("n1"), node("n2"), node("n3")
 	l1, ok, err := n1.Acquire(ctx, 7)

@@ -92,8 +92,6 @@ func fieldNames(s *arrow.Schema) string {
 	return strings.Join(names, ", ")
 }
 
-// conformColumn checks one column's nullability and type, casting safe
-// widenings. It returns a new reference.
 // validateFull is array.ValidateFull, which panics rather than fails on
 // some bad input: arrow-go v18.8's String.ValidateFull slices the data at
 // each offset before it checks that the offsets do not decrease, so an
@@ -109,6 +107,8 @@ func validateFull(c arrow.Array) (err error) {
 	return array.ValidateFull(c)
 }
 
+// conformColumn checks one column's nullability and type, casting safe
+// widenings. It returns a new reference.
 func conformColumn(f arrow.Field, col arrow.Array, mem memory.Allocator) (arrow.Array, error) {
 	plain, err := plainArray(col, mem) // views, large, dictionary, extension types (conform_types.go)
 	if err != nil {

@@ -370,6 +370,38 @@ func scanPlan(t *testing.T, st scan.Table, cols []int) (*arrow.Schema, []string)
 	return p.Schema(), rows
 }
 
+// planRows reads the rows of req through Plan, Parts and Open, returning
+// errors instead of failing the test.
+func planRows(ctx context.Context, st scan.Table, req scan.Request) ([]string, error) {
+	p, err := st.Plan(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	var rows []string
+	for _, part := range p.Parts() {
+		rs, err := part.Open(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for {
+			rec, err := rs.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				rs.Close()
+				return nil, err
+			}
+			rows = append(rows, rowStrings(rec)...)
+			rec.Release()
+		}
+		if err := rs.Close(); err != nil {
+			return nil, err
+		}
+	}
+	return rows, nil
+}
+
 func sorted(s []string) []string {
 	s = slices.Clone(s)
 	slices.Sort(s)

@@ -3,7 +3,6 @@ package tables_test
 import (
 	"context"
 	"errors"
-	"io"
 	"testing"
 
 	"github.com/lakestream/lakestream/internal/scan"
@@ -18,31 +17,7 @@ func readAt(t *testing.T, ctx context.Context, st *tables.Store, name string) ([
 	if err != nil {
 		return nil, err
 	}
-	p, err := tbl.Plan(ctx, scan.Request{})
-	if err != nil {
-		return nil, err
-	}
-	var rows []string
-	for _, part := range p.Parts() {
-		rs, err := part.Open(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for {
-			rec, err := rs.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				rs.Close()
-				return nil, err
-			}
-			rows = append(rows, rowStrings(rec)...)
-			rec.Release()
-		}
-		rs.Close()
-	}
-	return rows, nil
+	return planRows(ctx, tbl, scan.Request{})
 }
 
 // An engine read under pins reads the pinned ranges, not what the table

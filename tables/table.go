@@ -82,6 +82,7 @@ func (t *Table) encodeRouted(ctx context.Context, def *catalog.Table, recs []arr
 		bucket int
 		rec    arrow.RecordBatch
 		sent   *Sent
+		split  bool // rec is a part bucket.Split made
 	}
 	var jobs []job
 	var rows int64
@@ -110,22 +111,21 @@ func (t *Table) encodeRouted(ctx context.Context, def *catalog.Table, recs []arr
 		}
 		if assigner == nil {
 			rec.Retain()
-			jobs = append(jobs, job{rt.pick(n), rec, s})
+			jobs = append(jobs, job{rt.pick(n), rec, s, false})
 			continue
 		}
 		ids = assigner.Assign(rec, ids[:0])
-		if b, ok := oneBucket(ids); ok { // kept whole, as Split would, with its sent message
-			rec.Retain()
-			jobs = append(jobs, job{int(b), rec, s})
-			continue
-		}
 		split, err := bucket.Split(rec, ids, n, t.mem)
 		if err != nil {
 			return nil, nil, 0, fmt.Errorf("table %s: split by bucket: %w", def.FullName(), err)
 		}
 		for b, r := range split {
-			if r != nil {
-				jobs = append(jobs, job{b, r, nil})
+			switch {
+			case r == nil:
+			case r == rec: // every row in one bucket: Split kept it whole, with its sent message
+				jobs = append(jobs, job{b, r, s, false})
+			default:
+				jobs = append(jobs, job{b, r, nil, true})
 			}
 		}
 	}
@@ -155,20 +155,10 @@ func (t *Table) encodeRouted(ctx context.Context, def *catalog.Table, recs []arr
 		parts[j.bucket] = append(parts[j.bucket], batches[i])
 		if fresh != nil {
 			j.rec.Retain()
-			fresh[j.bucket] = append(fresh[j.bucket], j.rec)
+			fresh[j.bucket] = append(fresh[j.bucket], freshRecord{j.rec, j.split})
 		}
 	}
 	return parts, fresh, rows, nil
-}
-
-// oneBucket says whether every row goes to the same bucket, and which.
-func oneBucket(ids []int32) (int32, bool) {
-	for _, id := range ids[1:] {
-		if id != ids[0] {
-			return 0, false
-		}
-	}
-	return ids[0], len(ids) > 0
 }
 
 func codecOf(c catalog.Compression) arrowmsg.Codec {

@@ -23,23 +23,33 @@ import (
 
 // freshRecords are a write's records by bucket, in the order of that
 // bucket's batches: freshRecords[b][i] is what parts[b][i] encodes.
-type freshRecords [][]arrow.RecordBatch
+type freshRecords [][]freshRecord
+
+type freshRecord struct {
+	rec arrow.RecordBatch
+	// split: rec is a part bucket.Split made, whose columns are already
+	// the table allocator's, each with buffers of its own; they are cached
+	// as they are.
+	split bool
+}
 
 func (f freshRecords) release() {
 	for _, recs := range f {
 		for _, r := range recs {
-			r.Release()
+			r.rec.Release()
 		}
 	}
 }
 
 // cacheWritten puts the columns of an acknowledged write's records into the
-// read cache under the base offsets res gives their batches. The columns are
-// copied first, compacted into memory of the table's allocator: a record may
-// share the buffers of the message it was received in (conform keeps a
-// record that already fits), which the receive path may reuse, and a column
-// sharing one body with its siblings would keep all of them alive after its
-// siblings were evicted, beyond the bytes the cache counts.
+// read cache under the base offsets res gives their batches. The columns of a
+// record that was not split by bucket are copied first, compacted into memory
+// of the table's allocator: a record may share the buffers of the message it
+// was received in (conform keeps a record that already fits), which the
+// receive path may reuse, and a column sharing one body with its siblings
+// would keep all of them alive after its siblings were evicted, beyond the
+// bytes the cache counts. A split part's columns are copies of that kind
+// already (bucket.Split), and are not copied again.
 //
 // The write is stored whatever happens here: a column that is not put (the
 // copy failed, or it is larger than the cache takes) is decoded by its
@@ -52,12 +62,17 @@ func (t *Table) cacheWritten(def *catalog.Table, fresh freshRecords, res [][]col
 		if len(recs) != len(res[b]) {
 			continue
 		}
-		for i, rec := range recs {
+		for i, fr := range recs {
 			if res[b][i].Duplicate { // stored before, under the original's offset
 				continue
 			}
 			key := cacheKey{table: def.ID, bucket: int32(b), offset: res[b][i].BaseOffset}
-			for c, col := range rec.Columns() {
+			for c, col := range fr.rec.Columns() {
+				key.col = int32(c)
+				if fr.split {
+					t.cache.put(key, col)
+					continue
+				}
 				if int64(col.Data().SizeInBytes()) > t.cache.max/4 {
 					continue // put would refuse it: not worth the copy
 				}
@@ -65,7 +80,6 @@ func (t *Table) cacheWritten(def *catalog.Table, fresh freshRecords, res [][]col
 				if err != nil {
 					continue
 				}
-				key.col = int32(c)
 				t.cache.put(key, own)
 				own.Release()
 			}

@@ -2,8 +2,6 @@ package tables_test
 
 import (
 	"context"
-	"errors"
-	"io"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -180,34 +178,7 @@ func TestWriteThroughConcurrent(t *testing.T) {
 // readRows reads every column of the table through Plan, as scanPlan does,
 // returning errors instead of failing the test (it runs in goroutines).
 func readRows(tbl *tables.Table) ([]string, error) {
-	ctx := context.Background()
-	p, err := tbl.Plan(ctx, scan.Request{Columns: allCols(tbl)})
-	if err != nil {
-		return nil, err
-	}
-	var rows []string
-	for _, part := range p.Parts() {
-		rs, err := part.Open(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for {
-			rec, err := rs.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				rs.Close()
-				return nil, err
-			}
-			rows = append(rows, rowStrings(rec)...)
-			rec.Release()
-		}
-		if err := rs.Close(); err != nil {
-			return nil, err
-		}
-	}
-	return rows, nil
+	return planRows(context.Background(), tbl, scan.Request{Columns: allCols(tbl)})
 }
 
 // BenchmarkWriteThrough is the cost write-through adds to a write: the

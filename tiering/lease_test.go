@@ -296,10 +296,20 @@ func TestSharedLakeRunWhileTheLeaseMoves(t *testing.T) {
 		// Let a round or two run under this holder: wait until the lake
 		// of the node that holds the lease has this batch.
 		holder := map[string]*lakeEnv{"a": a, "b": b}[board.holderOf(id)]
-		waitUntil(t, "the holder's round", func() bool { return holder.totals("fresh$lake").n == int64((i+1)*rows) })
+		waitFor(t, time.Minute, "the holder's round", func() error {
+			if got := holder.totals("fresh$lake"); got.n != int64((i+1)*rows) {
+				return fmt.Errorf("the holder's lake holds %v, want %d rows", got, (i+1)*rows)
+			}
+			return nil
+		})
 	}
 	for _, e := range []*lakeEnv{a, b} {
-		waitUntil(t, "the lake on both nodes", func() bool { return e.totals("fresh$lake") == want(batches*rows) })
+		waitFor(t, time.Minute, "the lake on both nodes", func() error {
+			if got := e.totals("fresh$lake"); got != want(batches*rows) {
+				return fmt.Errorf("lake %v, want %v", got, want(batches*rows))
+			}
+			return nil
+		})
 		if got := e.totals("fresh"); got != want(batches*rows) {
 			t.Fatalf("union: %v", got)
 		}
@@ -311,19 +321,6 @@ func (b *leaseBoard) holderOf(tableID int64) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.holder[tableID]
-}
-
-// waitUntil polls cond, which reads the services' state, for up to a
-// minute: the services run on their own goroutines and timers.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached in a minute", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // A follower takes a primary-key table's newer lake state only once its
