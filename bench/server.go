@@ -14,6 +14,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -154,13 +155,7 @@ func parseProcStatCPU(b []byte) (float64, error) {
 		return 0, fmt.Errorf("/proc stat %q: no command field", truncate(b))
 	}
 	// After "pid (comm)": state is field 3, utime field 14, stime 15.
-	var fields []string
-	for f := range splitSpaces(b[end+1:]) {
-		fields = append(fields, f)
-		if len(fields) == 13 {
-			break
-		}
-	}
+	fields := strings.Fields(string(b[end+1:]))
 	if len(fields) < 13 {
 		return 0, fmt.Errorf("/proc stat %q: %d fields after the command, want at least 13", truncate(b), len(fields))
 	}
@@ -174,22 +169,6 @@ func parseProcStatCPU(b []byte) (float64, error) {
 
 // userHZ is the unit of /proc's CPU times.
 const userHZ = 100
-
-func splitSpaces(b []byte) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		start := -1
-		for i := 0; i <= len(b); i++ {
-			if i == len(b) || b[i] == ' ' || b[i] == '\n' {
-				if start >= 0 && !yield(string(b[start:i])) {
-					return
-				}
-				start = -1
-			} else if start < 0 {
-				start = i
-			}
-		}
-	}
-}
 
 func truncate(b []byte) string {
 	if len(b) > 80 {
