@@ -43,7 +43,7 @@ type server struct {
 // (-role node, as openEnv's in-process node: -data-dir, -sync) or the
 // ceiling (-role ceiling) on -listen until SIGTERM or SIGINT, with
 // -cpuprofile writing a CPU profile of that whole time.
-func ServeChild(args []string, stderr io.Writer) error {
+func ServeChild(args []string, stderr io.Writer) (err error) {
 	fs := flag.NewFlagSet("bench-server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	role := fs.String("role", "", "node or ceiling")
@@ -55,16 +55,18 @@ func ServeChild(args []string, stderr io.Writer) error {
 		return err
 	}
 	if *profile != "" {
-		f, err := os.Create(*profile)
-		if err != nil {
-			return err
+		f, ferr := os.Create(*profile) // not err: the deferred Close below sets the result
+		if ferr != nil {
+			return ferr
 		}
 		if err := pprof.StartCPUProfile(f); err != nil {
 			return errors.Join(err, f.Close())
 		}
 		defer func() {
 			pprof.StopCPUProfile()
-			f.Close()
+			if cerr := f.Close(); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("cpu profile: %w", cerr))
+			}
 		}()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
