@@ -146,7 +146,7 @@ func (s *Service) ShowAPIKeys(who Identity) [][]string {
 		if !who.Superuser && k.UserID != who.UserID {
 			continue
 		}
-		rows = append(rows, []string{k.Name, s.userName(k.UserID), k.CreatedAt.UTC().Format(time.RFC3339), validUntil(k.ExpiresAt), s.userName(k.CreatedBy)})
+		rows = append(rows, []string{k.Name, s.userName(k.UserID), k.CreatedAt.UTC().Format(time.RFC3339), ValidUntil(k.ExpiresAt), s.userName(k.CreatedBy)})
 	}
 	return rows
 }
@@ -158,7 +158,9 @@ func (s *Service) userName(id int64) string {
 	return ""
 }
 
-func validUntil(t time.Time) string {
+// ValidUntil is how SHOW API KEYS and CREATE API KEY show a key's
+// expiry: RFC 3339 in UTC, or "infinity" for never.
+func ValidUntil(t time.Time) string {
 	if t.IsZero() {
 		return "infinity"
 	}

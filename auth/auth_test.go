@@ -19,7 +19,7 @@ type fakeClock struct{ t time.Time }
 
 func (c *fakeClock) now() time.Time { return c.t }
 
-func newTestService(t *testing.T, required bool) (*Service, *catalog.Catalog, *fakeClock) {
+func newTestService(t testing.TB, required bool) (*Service, *catalog.Catalog, *fakeClock) {
 	t.Helper()
 	cat, err := catalog.Open(context.Background(), filepath.Join(t.TempDir(), "catalog.db"), catalog.Config{})
 	if err != nil {

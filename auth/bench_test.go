@@ -2,8 +2,6 @@ package auth
 
 import (
 	"context"
-	"encoding/base64"
-	"path/filepath"
 	"testing"
 
 	"github.com/lakestream/lakestream/catalog"
@@ -27,54 +25,29 @@ func BenchmarkLogin(b *testing.B) {
 }
 
 func BenchmarkBearer(b *testing.B) {
+	s, _, _ := newTestService(b, true)
 	ctx := context.Background()
-	cat, err := catalog.Open(ctx, filepath.Join(b.TempDir(), "catalog.db"), catalog.Config{})
+	_, tok, err := s.Authenticate(ctx, basic("admin", "admin-password"), "")
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer cat.Close()
-	s, err := NewService(Config{Required: true, Users: cat, Key: make([]byte, KeyBytes), Hash: cheap})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := s.Bootstrap(ctx, "admin-password"); err != nil {
-		b.Fatal(err)
-	}
-	_, tok, err := s.Authenticate(ctx, "Basic "+base64.StdEncoding.EncodeToString([]byte("admin:admin-password")), "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	header := "Bearer " + tok
-	b.ResetTimer()
-	for range b.N {
-		if _, _, err := s.Authenticate(ctx, header, "127.0.0.1:1"); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchAuthenticate(b, s, "Bearer "+tok)
 }
 
 // BenchmarkAPIKey is what every call with an API key costs: a SHA-256 of
 // the key and a map lookup (docs/benchmarks.md).
 func BenchmarkAPIKey(b *testing.B) {
-	ctx := context.Background()
-	cat, err := catalog.Open(ctx, filepath.Join(b.TempDir(), "catalog.db"), catalog.Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cat.Close()
-	s, err := NewService(Config{Required: true, Users: cat, Key: make([]byte, KeyBytes), Hash: cheap})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := s.Bootstrap(ctx, "admin-password"); err != nil {
-		b.Fatal(err)
-	}
+	s, cat, _ := newTestService(b, true)
 	admin, _ := cat.User(catalog.AdminUser)
-	key, _, err := s.CreateAPIKey(ctx, identityOf(admin, MethodPassword), &catalog.CreateAPIKey{Name: "bench"})
+	key, _, err := s.CreateAPIKey(context.Background(), identityOf(admin, MethodPassword), &catalog.CreateAPIKey{Name: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}
-	header := "Bearer " + key
+	benchAuthenticate(b, s, "Bearer "+key)
+}
+
+func benchAuthenticate(b *testing.B, s *Service, header string) {
+	ctx := context.Background()
 	b.ResetTimer()
 	for range b.N {
 		if _, _, err := s.Authenticate(ctx, header, "127.0.0.1:1"); err != nil {

@@ -1,45 +1,30 @@
 package auth
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
 	"io"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/lakestream/lakestream/internal/testca"
 )
 
 type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
+	*testca.CA
 	file string
 }
 
+// newCA makes a CA and writes its certificate into dir.
 func newCA(t *testing.T, dir, name string) *testCA {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	ca := &testCA{cert: cert, key: key, file: filepath.Join(dir, name+".pem")}
-	writePEM(t, ca.file, "CERTIFICATE", der)
+	ca := &testCA{CA: testca.New(t, name), file: filepath.Join(dir, name+".pem")}
+	writePEM(t, ca.file, ca.PEM)
 	return ca
 }
 
@@ -47,30 +32,16 @@ func newCA(t *testing.T, dir, name string) *testCA {
 // place) and returns its file names.
 func (ca *testCA) node(t *testing.T, dir, id string, usage ...x509.ExtKeyUsage) (cert, key string) {
 	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: id},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: usage}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &k.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, k := ca.Issue(t, id, usage)
 	cert, key = filepath.Join(dir, id+".pem"), filepath.Join(dir, id+".key")
-	writePEM(t, key, "EC PRIVATE KEY", kder)
-	writePEM(t, cert, "CERTIFICATE", der)
+	writePEM(t, key, k)
+	writePEM(t, cert, c)
 	return cert, key
 }
 
-func writePEM(t *testing.T, path, kind string, der []byte) {
+func writePEM(t *testing.T, path string, data []byte) {
 	t.Helper()
-	if err := os.WriteFile(path+".tmp", pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600); err != nil {
+	if err := os.WriteFile(path+".tmp", data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(path+".tmp", path); err != nil {
@@ -164,7 +135,7 @@ func TestClusterTLS(t *testing.T) {
 	// A client of the Flight port (another server name, no certificate)
 	// connects, and is no node.
 	pool := x509.NewCertPool()
-	pool.AddCert(ca.cert)
+	pool.AddCert(ca.Cert)
 	_, srv, err = handshake(t, &tls.Config{RootCAs: pool, ServerName: "n1", InsecureSkipVerify: true}, n1.ServerConfig(nil, "h2"))
 	if err != nil {
 		t.Fatalf("a client: %v", err)

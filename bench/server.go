@@ -14,6 +14,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -42,7 +43,7 @@ type server struct {
 // (-role node, as openEnv's in-process node: -data-dir, -sync) or the
 // ceiling (-role ceiling) on -listen until SIGTERM or SIGINT, with
 // -cpuprofile writing a CPU profile of that whole time.
-func ServeChild(args []string, stderr io.Writer) error {
+func ServeChild(args []string, stderr io.Writer) (err error) {
 	fs := flag.NewFlagSet("bench-server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	role := fs.String("role", "", "node or ceiling")
@@ -54,16 +55,18 @@ func ServeChild(args []string, stderr io.Writer) error {
 		return err
 	}
 	if *profile != "" {
-		f, err := os.Create(*profile)
-		if err != nil {
-			return err
+		f, ferr := os.Create(*profile) // not err: the deferred Close below sets the result
+		if ferr != nil {
+			return ferr
 		}
 		if err := pprof.StartCPUProfile(f); err != nil {
 			return errors.Join(err, f.Close())
 		}
 		defer func() {
 			pprof.StopCPUProfile()
-			f.Close()
+			if cerr := f.Close(); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("cpu profile: %w", cerr))
+			}
 		}()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -154,13 +157,7 @@ func parseProcStatCPU(b []byte) (float64, error) {
 		return 0, fmt.Errorf("/proc stat %q: no command field", truncate(b))
 	}
 	// After "pid (comm)": state is field 3, utime field 14, stime 15.
-	var fields []string
-	for f := range splitSpaces(b[end+1:]) {
-		fields = append(fields, f)
-		if len(fields) == 13 {
-			break
-		}
-	}
+	fields := strings.Fields(string(b[end+1:]))
 	if len(fields) < 13 {
 		return 0, fmt.Errorf("/proc stat %q: %d fields after the command, want at least 13", truncate(b), len(fields))
 	}
@@ -174,22 +171,6 @@ func parseProcStatCPU(b []byte) (float64, error) {
 
 // userHZ is the unit of /proc's CPU times.
 const userHZ = 100
-
-func splitSpaces(b []byte) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		start := -1
-		for i := 0; i <= len(b); i++ {
-			if i == len(b) || b[i] == ' ' || b[i] == '\n' {
-				if start >= 0 && !yield(string(b[start:i])) {
-					return
-				}
-				start = -1
-			} else if start < 0 {
-				start = i
-			}
-		}
-	}
-}
 
 func truncate(b []byte) string {
 	if len(b) > 80 {

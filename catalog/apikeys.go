@@ -165,10 +165,11 @@ func (set *userSet) withKey(k *APIKey, drop string) *userSet {
 
 // withoutKeysOf returns a copy of set without the keys of user id.
 func (set *userSet) withoutKeysOf(id int64) *userSet {
-	next := set
+	next := set.withKey(nil, "")
 	for name, k := range set.keysByName {
 		if k.UserID == id {
-			next = next.withKey(nil, name)
+			delete(next.keysByName, name)
+			delete(next.keysByHash, k.Hash)
 		}
 	}
 	return next
@@ -194,7 +195,10 @@ func loadAPIKeys(ctx context.Context, db querier, set *userSet) error {
 		}
 		set.keysByName[k.Name], set.keysByHash[k.Hash] = &k, &k
 	}
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read api keys: %w", err)
+	}
+	return nil
 }
 
 // parsing: CREATE API KEY, DROP API KEY (parser.go dispatches here).

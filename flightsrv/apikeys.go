@@ -55,15 +55,11 @@ func (s *Server) createAPIKey(ctx context.Context, ck *catalog.CreateAPIKey) ([]
 	if err != nil {
 		return nil, err
 	}
-	until := "infinity"
-	if !k.ExpiresAt.IsZero() {
-		until = k.ExpiresAt.UTC().Format("2006-01-02T15:04:05Z")
-	}
 	user := ck.User
 	if user == "" {
 		user = id.User
 	}
-	return []string{k.Name, user, key, until}, nil
+	return []string{k.Name, user, key, auth.ValidUntil(k.ExpiresAt)}, nil
 }
 
 // streamAPIKey answers an "apikey" ticket with its row.

@@ -27,9 +27,11 @@ type checkedStream struct {
 	peeked *flight.FlightData
 	err    error
 	ctx    context.Context // the stream's, which leads to this stream (sentOf)
-	// lastRecord is the last record batch message checked, for the record
-	// the IPC reader decodes from it (sentOf); nil once taken.
+	// lastRecord is the last record batch message checked, when it was
+	// compressed, for the record the IPC reader decodes from it (sentOf),
+	// and lastRows its rows; nil once taken.
 	lastRecord *flight.FlightData
+	lastRows   int64
 }
 
 func newCheckedStream(s flight.FlightService_DoPutServer, o Options) *checkedStream {
@@ -64,8 +66,7 @@ func sentOf(ctx context.Context, rec arrow.RecordBatch) (tables.Sent, bool) {
 	}
 	fd := c.lastRecord
 	c.lastRecord = nil
-	hdr, err := arrowmsg.ParseRecordBatch(fd.GetDataHeader())
-	if err != nil || hdr.Codec == arrowmsg.CodecNone || hdr.Length != rec.NumRows() {
+	if c.lastRows != rec.NumRows() {
 		return tables.Sent{}, false
 	}
 	return tables.Sent{Meta: fd.GetDataHeader(), Body: fd.GetDataBody()}, true
@@ -127,10 +128,14 @@ func (c *checkedStream) check(fd *flight.FlightData) error {
 		if c.schema == nil {
 			return fmt.Errorf("%w: record batch before the schema", arrowmsg.ErrMalformed)
 		}
-		if _, err := arrowmsg.Validate(c.schema, meta, fd.GetDataBody(), c.limits); err != nil {
+		hdr, err := arrowmsg.Validate(c.schema, meta, fd.GetDataBody(), c.limits)
+		if err != nil {
 			return err
 		}
-		c.lastRecord = fd
+		c.lastRecord, c.lastRows = nil, 0
+		if hdr.Codec != arrowmsg.CodecNone { // sentOf wants compressed messages only
+			c.lastRecord, c.lastRows = fd, hdr.Length
+		}
 		return nil
 	case arrowmsg.KindDictionaryBatch:
 		_, err := arrowmsg.ValidateDictionary(c.schema, meta, fd.GetDataBody(), c.limits)

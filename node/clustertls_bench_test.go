@@ -27,7 +27,7 @@ func BenchmarkClusterTLSIngest(b *testing.B) {
 	dir := b.TempDir()
 	ca := newTestCA(b, "cluster CA")
 	caFile := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(caFile, ca.pem, 0o600); err != nil {
+	if err := os.WriteFile(caFile, ca.PEM, 0o600); err != nil {
 		b.Fatal(err)
 	}
 	secure := &testCluster{t: b, meta: "sqlite://" + filepath.Join(dir, "meta.db"), nodes: map[string]*clusterNode{}}
@@ -40,7 +40,7 @@ func BenchmarkClusterTLSIngest(b *testing.B) {
 	}
 	secure.waitMembers(3)
 	for _, cn := range secure.nodes {
-		mustExec(b, tlsClient(b, cn.n.Addr(), ca.pem, nil), create)
+		mustExec(b, tlsClient(b, cn.n.Addr(), ca.PEM, nil), create)
 	}
 	leaderOf := func(c *testCluster) *Node {
 		st, err := c.nodes["n1"].n.repl.store.Bucket(context.Background(), cluster.BucketRef{TableID: 1})
@@ -52,7 +52,7 @@ func BenchmarkClusterTLSIngest(b *testing.B) {
 		return l
 	}
 	plainCl := client(b, leaderOf(plain).Addr())
-	tlsCl := tlsClient(b, leaderOf(secure).Addr(), ca.pem, nil)
+	tlsCl := tlsClient(b, leaderOf(secure).Addr(), ca.PEM, nil)
 
 	ingestTurns(b, [2]string{"plaintext-rows/s", "mtls-rows/s"}, "mtls/plaintext", [2]*flightsql.Client{plainCl, tlsCl})
 }

@@ -2,17 +2,10 @@ package node
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,6 +24,7 @@ import (
 	"github.com/lakestream/lakestream/auth"
 	"github.com/lakestream/lakestream/cluster"
 	"github.com/lakestream/lakestream/internal/pgtest"
+	"github.com/lakestream/lakestream/internal/testca"
 )
 
 // issueNode returns the certificate (PEM) of node id, signed by the CA,
@@ -38,24 +32,7 @@ import (
 // for clients of the Flight port.
 func (ca *testCA) issueNode(t testing.TB, id string) (certPEM, keyPEM []byte) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: id},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+	return ca.Issue(t, id, testca.Node, "127.0.0.1", "localhost")
 }
 
 // nodeFiles writes node id's certificate and key into dir and returns
@@ -92,7 +69,7 @@ func newSecureCluster(t *testing.T, ids ...string) *secureCluster {
 func newSecureClusterOn(t *testing.T, metaURI string, ids ...string) *secureCluster {
 	dir := t.TempDir()
 	sc := &secureCluster{ca: newTestCA(t, "cluster CA"), caFile: filepath.Join(dir, "ca.pem"), dir: dir}
-	if err := os.WriteFile(sc.caFile, sc.ca.pem, 0o600); err != nil {
+	if err := os.WriteFile(sc.caFile, sc.ca.PEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if metaURI == "" {
@@ -115,7 +92,7 @@ func newSecureClusterOn(t *testing.T, metaURI string, ids ...string) *secureClus
 // admin is a client of node id logged in as admin, over TLS (the node
 // serves its node certificate to clients: no --tls-cert).
 func (sc *secureCluster) admin(id string) (*flightsql.Client, context.Context) {
-	cl := tlsClient(sc.t, sc.nodes[id].n.Addr(), sc.ca.pem, nil)
+	cl := tlsClient(sc.t, sc.nodes[id].n.Addr(), sc.ca.PEM, nil)
 	return cl, login(sc.t.(*testing.T), cl, "admin", clusterAdminPassword)
 }
 
@@ -217,7 +194,7 @@ func TestClusterMutualTLS(t *testing.T) {
 	// A client of the Flight port (TLS without a node certificate) with
 	// the admin's bearer token is no node.
 	_, actx := sc.admin(b.Leader)
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: certPool(sc.ca.pem), ServerName: "localhost"})))
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: certPool(sc.ca.PEM), ServerName: "localhost"})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +251,7 @@ func TestClusterTLSConfig(t *testing.T) {
 	dir := t.TempDir()
 	ca := newTestCA(t, "cluster CA")
 	caFile := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(caFile, ca.pem, 0o600); err != nil {
+	if err := os.WriteFile(caFile, ca.PEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg = quietConfig(t.TempDir())
@@ -310,7 +287,7 @@ func TestClusterAPIKeyRevokedEverywhere(t *testing.T) {
 	key := rdr.RecordBatch().Column(2).(*array.String).Value(0)
 	rdr.Release()
 
-	other := tlsClient(t, sc.nodes["n2"].n.Addr(), sc.ca.pem, nil)
+	other := tlsClient(t, sc.nodes["n2"].n.Addr(), sc.ca.PEM, nil)
 	withKey := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+key)
 	waitUntil(t, func() bool { _, err := query(withKey, other, "SELECT 1"); return err == nil })
 	if _, err := cl.Execute(ctx, "DROP API KEY svc"); err != nil {

@@ -124,7 +124,7 @@ func benchSecureNode(b *testing.B, mode string) (*flightsql.Client, context.Cont
 	b.Cleanup(func() { cancel(); <-done })
 	var cl *flightsql.Client
 	if ca != nil {
-		cl = tlsClient(b, n.Addr(), ca.pem, nil)
+		cl = tlsClient(b, n.Addr(), ca.PEM, nil)
 	} else {
 		cl = client(b, n.Addr())
 	}

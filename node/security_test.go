@@ -2,17 +2,10 @@ package node
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
 	"log/slog"
-	"math/big"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -31,6 +24,7 @@ import (
 
 	"github.com/lakestream/lakestream/auth"
 	"github.com/lakestream/lakestream/internal/flightlogin"
+	"github.com/lakestream/lakestream/internal/testca"
 )
 
 // cheapHash keeps the logins of these tests fast.
@@ -249,54 +243,18 @@ func TestSecurityConfigValidate(t *testing.T) {
 }
 
 // testCA is a certificate authority made for one test.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
+type testCA struct{ *testca.CA }
 
-func newTestCA(t testing.TB, name string) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
+func newTestCA(t testing.TB, name string) *testCA { return &testCA{testca.New(t, name)} }
 
 // issue returns a certificate and key (PEM) signed by the CA: a server's
 // for 127.0.0.1 and localhost, or a client's.
 func (ca *testCA) issue(t testing.TB, name string, client bool) (certPEM, keyPEM []byte) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
 	if client {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
-	} else {
-		tmpl.IPAddresses, tmpl.DNSNames = []net.IP{net.ParseIP("127.0.0.1")}, []string{"localhost"}
+		return ca.Issue(t, name, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth})
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+	return ca.Issue(t, name, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, "127.0.0.1", "localhost")
 }
 
 func writeFile(t *testing.T, path string, data []byte) {
@@ -336,7 +294,7 @@ func TestTLS(t *testing.T) {
 	c, k := ca.issue(t, "server", false)
 	writeFile(t, certFile, c)
 	writeFile(t, keyFile, k)
-	writeFile(t, clientCAFile, clientCA.pem)
+	writeFile(t, clientCAFile, clientCA.PEM)
 	cfg := secureConfig(t, SecurityConfig{TLSCert: certFile, TLSKey: keyFile, TLSClientCA: clientCAFile})
 	n, cancel, done := startNodeWith(t, cfg)
 	defer func() { cancel(); <-done }()
@@ -347,10 +305,10 @@ func TestTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if v, err := query(ctx, tlsClient(t, n.Addr(), ca.pem, &clientCert), "SELECT 5::BIGINT"); err != nil || v != 5 {
+	if v, err := query(ctx, tlsClient(t, n.Addr(), ca.PEM, &clientCert), "SELECT 5::BIGINT"); err != nil || v != 5 {
 		t.Fatalf("query over mutual TLS = %d, %v", v, err)
 	}
-	if _, err := query(ctx, tlsClient(t, n.Addr(), ca.pem, nil), "SELECT 5::BIGINT"); err == nil {
+	if _, err := query(ctx, tlsClient(t, n.Addr(), ca.PEM, nil), "SELECT 5::BIGINT"); err == nil {
 		t.Fatal("a client without a certificate was served")
 	}
 	if _, err := query(ctx, client(t, n.Addr()), "SELECT 5::BIGINT"); err == nil {
@@ -359,7 +317,7 @@ func TestTLS(t *testing.T) {
 
 	// HTTPS, with the client certificate.
 	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(ca.pem)
+	pool.AppendCertsFromPEM(ca.PEM)
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{clientCert}}}}
 	resp, err := hc.Get("https://" + n.HTTPAddr() + "/healthz")
 	if err != nil {
@@ -376,10 +334,10 @@ func TestTLS(t *testing.T) {
 	c2, k2 := ca2.issue(t, "server", false)
 	writeFile(t, keyFile, k2)
 	writeFile(t, certFile, c2)
-	if v, err := query(ctx, tlsClient(t, n.Addr(), ca2.pem, &clientCert), "SELECT 6::BIGINT"); err != nil || v != 6 {
+	if v, err := query(ctx, tlsClient(t, n.Addr(), ca2.PEM, &clientCert), "SELECT 6::BIGINT"); err != nil || v != 6 {
 		t.Fatalf("query after the certificate was replaced = %d, %v", v, err)
 	}
-	if _, err := query(ctx, tlsClient(t, n.Addr(), ca.pem, &clientCert), "SELECT 6::BIGINT"); err == nil {
+	if _, err := query(ctx, tlsClient(t, n.Addr(), ca.PEM, &clientCert), "SELECT 6::BIGINT"); err == nil {
 		t.Fatal("the old certificate is still served")
 	}
 }

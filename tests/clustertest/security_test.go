@@ -2,28 +2,22 @@ package clustertest
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+
+	"github.com/lakestream/lakestream/internal/testca"
 )
 
 // security is what the harness's clusters run with, as a production
@@ -34,8 +28,7 @@ import (
 type security struct {
 	dir    string
 	caFile string
-	ca     *x509.Certificate
-	caKey  *ecdsa.PrivateKey
+	ca     *testca.CA
 	pool   *x509.CertPool
 	creds  *authHeader
 
@@ -47,26 +40,12 @@ const adminPassword = "clustertest-admin-password"
 
 func newSecurity(t *testing.T) *security {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "clustertest CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &security{dir: t.TempDir(), ca: ca, caKey: key, pool: x509.NewCertPool(), creds: &authHeader{}}
+	ca := testca.New(t, "clustertest CA")
+	s := &security{dir: t.TempDir(), ca: ca, pool: x509.NewCertPool(), creds: &authHeader{}}
 	s.creds.set("Basic " + base64.StdEncoding.EncodeToString([]byte("admin:"+adminPassword)))
-	s.pool.AddCert(ca)
+	s.pool.AddCert(ca.Cert)
 	s.caFile = filepath.Join(s.dir, "ca.pem")
-	if err := os.WriteFile(s.caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+	if err := os.WriteFile(s.caFile, ca.PEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -79,27 +58,11 @@ func (s *security) nodeArgs(t *testing.T, id string) []string {
 	t.Helper()
 	cert, key := filepath.Join(s.dir, id+".pem"), filepath.Join(s.dir, id+".key")
 	if _, err := os.Stat(cert); err != nil {
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
+		c, k := s.ca.Issue(t, id, testca.Node, "127.0.0.1")
+		if err := os.WriteFile(key, k, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: id},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-			KeyUsage:    x509.KeyUsageDigitalSignature,
-			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-			IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, s.ca, &k.PublicKey, s.caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kder, err := x509.MarshalECPrivateKey(k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		if err := os.WriteFile(cert, c, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -130,24 +130,37 @@ def test_https_needs_credentials(tls_server, certs):
         assert r.status == 200 and b"lakestream_" in r.read()
 
 
-def test_jdbc_user_password_over_tls(tls_server, certs, smoke_classpath, tmp_path):
+def jdbc_tls_url(tls_server, certs, tmp_path):
+    """The JDBC URL of tls_server, trusting the test CA through a trust
+    store keytool makes; the caller appends the credentials."""
     if shutil.which("keytool") is None:
         pytest.skip("the JDBC TLS test needs keytool (a JDK) to make a trust store")
     store = str(tmp_path / "trust.jks")
     r = subprocess.run(["keytool", "-importcert", "-noprompt", "-alias", "lakestream-test-ca", "-file", certs["ca.pem"],
                         "-keystore", store, "-storepass", "changeit"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    admin = adbc_connect(tls_server, certs, "admin", ADMIN_PASSWORD)
+    return (f"jdbc:arrow-flight-sql://localhost:{tls_server.port}?useEncryption=true&useSystemTrustStore=false"
+            f"&trustStore={store}&trustStorePassword=changeit")
+
+
+def events_for_smoke(admin, user, password):
+    """Creates the table events, of ROWS rows, and user, who may read it and
+    create the table the smoke creates; returns the rows."""
     query(admin, "CREATE TABLE events (id BIGINT NOT NULL, amount DOUBLE, kind VARCHAR, ts TIMESTAMPTZ) "
                  "WITH ('bucket.num'='4', 'bucket.key'='id', 'datalake.enabled'='false')")
     data = gen_rows(0, ROWS)
     ingest(admin, "events", data)
-    query(admin, "CREATE USER jdbc_user WITH PASSWORD 'jdbc-password'")
-    query(admin, "GRANT SELECT ON TABLE events TO jdbc_user")
-    query(admin, "GRANT CREATE ON DATABASE default TO jdbc_user")  # the smoke creates a table
+    query(admin, f"CREATE USER {user} WITH PASSWORD '{password}'")
+    query(admin, f"GRANT SELECT ON TABLE events TO {user}")
+    query(admin, f"GRANT CREATE ON DATABASE default TO {user}")  # the smoke creates a table
+    return data
+
+
+def test_jdbc_user_password_over_tls(tls_server, certs, smoke_classpath, tmp_path):
+    url = jdbc_tls_url(tls_server, certs, tmp_path) + "&user=jdbc_user&password=jdbc-password"
+    admin = adbc_connect(tls_server, certs, "admin", ADMIN_PASSWORD)
+    data = events_for_smoke(admin, "jdbc_user", "jdbc-password")
     admin.close()
-    url = (f"jdbc:arrow-flight-sql://localhost:{tls_server.port}?useEncryption=true&useSystemTrustStore=false"
-           f"&trustStore={store}&trustStorePassword=changeit&user=jdbc_user&password=jdbc-password")
     r = run_smoke(smoke_classpath, url, "events")
     assert r.returncode == 0, f"Smoke failed:\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}"
     check_smoke_output(r.stdout, data)
@@ -223,23 +236,11 @@ def test_adbc_and_pyarrow_with_api_key(tls_server, certs):
 
 def test_jdbc_with_api_key(tls_server, certs, smoke_classpath, tmp_path):
     """The JDBC driver sends an API key given as token=… as its bearer token."""
-    if shutil.which("keytool") is None:
-        pytest.skip("the JDBC TLS test needs keytool (a JDK) to make a trust store")
-    store = str(tmp_path / "trust.jks")
-    r = subprocess.run(["keytool", "-importcert", "-noprompt", "-alias", "lakestream-test-ca", "-file", certs["ca.pem"],
-                        "-keystore", store, "-storepass", "changeit"], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+    url = jdbc_tls_url(tls_server, certs, tmp_path)
     admin = adbc_connect(tls_server, certs, "admin", ADMIN_PASSWORD)
-    query(admin, "CREATE TABLE events (id BIGINT NOT NULL, amount DOUBLE, kind VARCHAR, ts TIMESTAMPTZ) "
-                 "WITH ('bucket.num'='4', 'bucket.key'='id', 'datalake.enabled'='false')")
-    data = gen_rows(0, ROWS)
-    ingest(admin, "events", data)
-    query(admin, "CREATE USER jdbc_svc WITH PASSWORD 'jdbc-svc-password'")
-    query(admin, "GRANT SELECT ON TABLE events TO jdbc_svc")
-    query(admin, "GRANT CREATE ON DATABASE default TO jdbc_svc")  # the smoke creates a table
+    data = events_for_smoke(admin, "jdbc_svc", "jdbc-svc-password")
     key = query(admin, "CREATE API KEY jdbc FOR USER jdbc_svc").to_pylist()[0]["key"]
-    url = (f"jdbc:arrow-flight-sql://localhost:{tls_server.port}?useEncryption=true&useSystemTrustStore=false"
-           f"&trustStore={store}&trustStorePassword=changeit&token={key}")
+    url += f"&token={key}"
     r = run_smoke(smoke_classpath, url, "events")
     assert r.returncode == 0, f"Smoke failed:\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}"
     check_smoke_output(r.stdout, data)
