@@ -300,3 +300,20 @@ func TestClusterAPIKeyRevokedEverywhere(t *testing.T) {
 	})
 	t.Logf("the key dropped on n1 was refused by n2 %s later", time.Since(dropped).Round(time.Millisecond))
 }
+
+// Nodes that share their catalog share the key that signs bearer tokens: a
+// token one node issued is good on another, as a client reading an
+// endpoint at its location sends it there.
+func TestClusterTokenGoodOnEveryNode(t *testing.T) {
+	pg := pgtest.ForTest(t, pgtest.Options{})
+	uri, err := pg.CreateDatabase(context.Background(), "tokens")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := newSecureClusterOn(t, uri, "n1", "n2")
+	_, ctx := sc.admin("n1") // logged in on n1
+	other := tlsClient(t, sc.nodes["n2"].n.Addr(), sc.ca.PEM, nil)
+	if _, err := query(ctx, other, "SELECT 1"); err != nil {
+		t.Fatalf("n1's token on n2: %v", err)
+	}
+}

@@ -113,13 +113,16 @@ func (n *Node) open(ctx context.Context) error {
 	if err := n.openAudit(); err != nil { // audit.go
 		return err
 	}
-	if err := n.openSecurity(ctx); err != nil { // security.go
+	if err := n.openClusterTLS(); err != nil { // clustertls.go
 		return err
 	}
 	if cfg.Cluster.enabled() {
 		if n.repl, err = newReplication(ctx, cfg, n.clusterDialOptions(), n.members.Load); err != nil {
 			return err
 		}
+	}
+	if err := n.openSecurity(ctx); err != nil { // security.go
+		return err
 	}
 	sync, _ := columnarlog.ParseSyncPolicy(cfg.Sync)
 	start := time.Now()

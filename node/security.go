@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/lakestream/lakestream/auth"
+	"github.com/lakestream/lakestream/catalog"
 )
 
 // SecurityConfig is who may connect to a node, and how (docs/security.md).
@@ -155,10 +156,7 @@ func (n *Node) openSecurity(ctx context.Context) error {
 		}
 		n.sec.tls = t
 	}
-	if err := n.openClusterTLS(); err != nil { // clustertls.go
-		return err
-	}
-	key, err := tokenKey(filepath.Join(cfg.DataDir, "token.key"))
+	key, err := n.tokenKey(ctx)
 	if err != nil {
 		return err
 	}
@@ -180,6 +178,33 @@ func (n *Node) openSecurity(ctx context.Context) error {
 	}
 	cfg.Logger.Info("security", "auth", required, "tls", n.sec.tls != nil, "mutual_tls", n.sec.tls != nil && n.sec.tls.Mutual(), "cluster_tls", n.sec.cluster != nil)
 	return nil
+}
+
+// tokenKeySecret names the bearer-token key in the metadata store of nodes
+// that share their catalog: a token one node issues is then good on every
+// node (a client reading endpoints at their locations sends it there), and
+// names the same user everywhere, since the users are the shared catalog's.
+const tokenKeySecret = "auth-token-key"
+
+// tokenKey is the key that signs bearer tokens: the cluster's when the
+// nodes share their catalog (docs/security.md, "Tokens"), else this
+// node's own, in its data directory.
+func (n *Node) tokenKey(ctx context.Context) ([]byte, error) {
+	if n.repl == nil || !catalog.IsPostgresURL(n.cfg.Cluster.Meta) {
+		return tokenKey(filepath.Join(n.cfg.DataDir, "token.key"))
+	}
+	fresh := make([]byte, auth.KeyBytes)
+	rand.Read(fresh)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	key, err := n.repl.store.Secret(ctx, tokenKeySecret, fresh)
+	if err != nil {
+		return nil, fmt.Errorf("the cluster's token key: %w", err)
+	}
+	if len(key) != auth.KeyBytes {
+		return nil, fmt.Errorf("the cluster's token key: %d bytes, want %d", len(key), auth.KeyBytes)
+	}
+	return key, nil
 }
 
 // tokenKey reads the key that signs bearer tokens, creating it (random,
